@@ -1,0 +1,81 @@
+"""Argument checks shared by every public function of :mod:`attnscale`.
+
+Each check converts its argument to a float64 NumPy array and raises a
+:class:`TypeError` (not a number) or :class:`ValueError` (a number outside
+the domain) whose message names the argument and the allowed range.  The
+numerical code behind the checks can then assume clean input and never
+returns a silent NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "at_least",
+    "dimension",
+    "key_count",
+    "real_array",
+    "scale",
+    "scores",
+]
+
+
+def real_array(value, name: str) -> np.ndarray:
+    """Return ``value`` as a finite float64 array, or raise.
+
+    Booleans, strings, complex numbers and objects are refused with a
+    :class:`TypeError`; NaN and infinities with a :class:`ValueError`.
+    """
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a real number or array of real numbers, got {type(value).__name__}")
+    try:
+        array = np.asarray(value)
+    except Exception as exc:  # ragged sequences and the like
+        raise TypeError(f"{name} must be a real number or array of real numbers: {exc}") from None
+    if array.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name} must be a real number or array of real numbers, got dtype {array.dtype}"
+        )
+    array = array.astype(np.float64, copy=False)
+    if array.size and not np.all(np.isfinite(array)):
+        bad = array[~np.isfinite(array)].flat[0]
+        raise ValueError(f"{name} must be finite, got {bad}")
+    return array
+
+
+def at_least(value, name: str, lower: float, *, what: str = "") -> np.ndarray:
+    """A finite, non-empty real array whose entries are all ``>= lower``."""
+    array = real_array(value, name)
+    if array.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if np.any(array < lower):
+        bad = array[array < lower].flat[0]
+        rule = f"{name} must be >= {lower:g}{what}"
+        raise ValueError(f"{rule}, got {bad:g}")
+    return array
+
+
+def scores(value, name: str = "s") -> np.ndarray:
+    """Attention scores: a finite, non-empty array with at least one axis."""
+    array = real_array(value, name)
+    if array.ndim == 0:
+        raise ValueError(f"{name} must have at least one axis (the keys), got a scalar")
+    if array.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {array.shape}")
+    return array
+
+
+def scale(value, name: str = "alpha") -> np.ndarray:
+    """A softmax scale (inverse temperature): finite and ``>= 0``."""
+    return at_least(value, name, 0.0)
+
+
+def key_count(value, name: str = "n") -> np.ndarray:
+    """A number of keys: finite and ``>= 2`` (real values are allowed)."""
+    return at_least(value, name, 2.0, what=" (at least two keys)")
+
+
+def dimension(value, name: str = "d") -> np.ndarray:
+    """A head dimension: finite and ``>= 2``."""
+    return at_least(value, name, 2.0, what=" (the head dimension)")

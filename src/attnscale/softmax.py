@@ -1,0 +1,280 @@
+r"""Softmax with a scale, its Jacobian and the size of its gradient.
+
+Chapter *The softmax Jacobian* of the book derives every formula here.
+For scores :math:`s \in \mathbb{R}^n` and a scale :math:`\alpha \ge 0`,
+
+.. math::
+
+   p_i = \frac{e^{\alpha s_i}}{\sum_j e^{\alpha s_j}}, \qquad
+   \frac{\partial p_i}{\partial s_j} = \alpha\,(p_i\delta_{ij} - p_i p_j), \qquad
+   \tfrac12 \Bigl\lVert \frac{\partial p}{\partial s} \Bigr\rVert_1
+   = \alpha\Bigl(1 - \sum_i p_i^2\Bigr).
+
+All functions work on the last axis of ``s`` (``softmax`` on any axis) and
+broadcast ``alpha`` against the remaining (batch) axes, so that
+``alpha=np.linspace(0, 5, 50)[:, None]`` with ``s`` of shape ``(k, n)``
+evaluates 50 scales for ``k`` score vectors at once.
+
+Numerics: scores are shifted by their maximum before exponentiation
+(:math:`\alpha \ge 0` keeps the maximum where it is), and the complement
+:math:`1 - p_i` is formed as the sum of the *other* weights, not by
+subtraction, so gradients stay accurate to the last digit even when one
+weight is within :math:`10^{-16}` of 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate
+
+__all__ = [
+    "collision_probability",
+    "gradient_l1",
+    "gradient_objective",
+    "renyi2_entropy",
+    "softmax",
+    "softmax_jacobian",
+]
+
+
+def _prepare(s, alpha, axis=-1):
+    """Validate, move ``axis`` last and broadcast ``alpha`` to the batch."""
+    s = _validate.scores(s)
+    alpha = _validate.scale(alpha)
+    try:
+        s = np.moveaxis(s, axis, -1)
+    except np.exceptions.AxisError:
+        raise ValueError(f"axis {axis} is out of range for s with {s.ndim} axes") from None
+    try:
+        batch = np.broadcast_shapes(alpha.shape, s.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"alpha of shape {alpha.shape} does not broadcast against the batch shape "
+            f"{s.shape[:-1]} of s (s without its key axis)"
+        ) from None
+    s = np.broadcast_to(s, batch + s.shape[-1:])
+    alpha = np.broadcast_to(alpha, batch)[..., None]
+    return s, alpha
+
+
+def _weights(s, alpha):
+    """Unnormalized weights ``w = exp(alpha (s - max s))`` and their complements.
+
+    Returns ``(w, total, others)`` with ``total = sum(w)`` and
+    ``others[i] = total - w[i]`` computed without cancellation: for the
+    position of the maximum (where ``w = 1``) the complement is summed
+    directly from the remaining weights.
+    """
+    gap = s - s.max(axis=-1, keepdims=True)  # <= 0, exact enough for |s| <= 1e4
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        z = alpha * gap  # may be -inf for a huge alpha: the right limit
+    z = np.where(gap == 0.0, 0.0, z)  # alpha * 0 stays 0 even when alpha is huge
+    with np.errstate(under="ignore"):
+        w = np.exp(z)
+    total = w.sum(axis=-1, keepdims=True)
+    top = np.argmax(gap, axis=-1)[..., None]
+    masked = w.copy()
+    np.put_along_axis(masked, top, 0.0, axis=-1)
+    rest = masked.sum(axis=-1, keepdims=True)  # sum of all weights but the top one
+    others = total - w
+    np.put_along_axis(others, top, rest, axis=-1)
+    return w, total, others
+
+
+def softmax(s, alpha=1.0, axis=-1):
+    r"""Softmax of scaled scores, :math:`p_i = e^{\alpha s_i} / \sum_j e^{\alpha s_j}`.
+
+    Parameters
+    ----------
+    s : array_like
+        Scores, finite, at least one axis and not empty.
+    alpha : float or array_like, optional
+        Scale (inverse temperature), finite and ``>= 0``.  Broadcasts against
+        the shape of ``s`` without ``axis``.
+    axis : int, optional
+        The axis over which the weights are normalized (the keys).
+
+    Returns
+    -------
+    numpy.ndarray
+        Weights in :math:`[0, 1]` that sum to 1 along ``axis``; the shape is
+        ``s``'s, broadcast against ``alpha``.
+
+    Raises
+    ------
+    ValueError
+        Empty, NaN or infinite ``s``; negative, NaN or infinite ``alpha``;
+        shapes that do not broadcast.
+
+    Notes
+    -----
+    The scores are shifted by their maximum, so any finite scale and any
+    scores up to the float64 range give finite weights without overflow.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import softmax
+    >>> softmax(np.array([0.0, np.log(3.0)])).round(6)
+    array([0.25, 0.75])
+    """
+    s, alpha = _prepare(s, alpha, axis)
+    w, total, _ = _weights(s, alpha)
+    return np.moveaxis(w / total, -1, axis)
+
+
+def _probabilities_and_complements(s, alpha):
+    w, total, others = _weights(s, alpha)
+    return w / total, others / total
+
+
+def softmax_jacobian(s, alpha=1.0):
+    r"""Jacobian of the scaled softmax with respect to the scores.
+
+    Implements the book's theorem on the softmax Jacobian,
+
+    .. math:: J_{ij} = \frac{\partial p_i}{\partial s_j} = \alpha\,(p_i \delta_{ij} - p_i p_j).
+
+    Parameters
+    ----------
+    s : array_like
+        Scores of shape ``(..., n)``; finite and not empty.
+    alpha : float or array_like, optional
+        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(..., n, n)``: ``J[..., i, j]`` is :math:`\partial p_i / \partial s_j`.
+        The diagonal is formed as :math:`\alpha p_i (1 - p_i)` with
+        :math:`1 - p_i` summed from the other weights, so it stays
+        accurate when one weight is close to 1.
+
+    Raises
+    ------
+    ValueError
+        As :func:`softmax`.
+
+    Examples
+    --------
+    >>> from attnscale import softmax_jacobian
+    >>> softmax_jacobian([0.0, 0.0], alpha=2.0)
+    array([[ 0.5, -0.5],
+           [-0.5,  0.5]])
+    """
+    s, alpha = _prepare(s, alpha)
+    p, complement = _probabilities_and_complements(s, alpha)
+    jac = -alpha[..., None] * p[..., :, None] * p[..., None, :]
+    diagonal = alpha * p * complement
+    n = p.shape[-1]
+    jac[..., np.arange(n), np.arange(n)] = diagonal
+    return jac
+
+
+def gradient_l1(s, alpha=1.0):
+    r"""Half the entrywise L1 norm of the softmax Jacobian.
+
+    .. math:: \tfrac12 \sum_{i,j} \Bigl|\frac{\partial p_i}{\partial s_j}\Bigr|
+
+    computed from the Jacobian itself (:func:`softmax_jacobian`), entry by
+    entry: it costs :math:`O(n^2)` and is the *definition* against which the
+    book checks the identity :math:`\alpha(1 - \sum_i p_i^2)`
+    (:func:`gradient_objective`, :math:`O(n)`).
+
+    Parameters
+    ----------
+    s : array_like
+        Scores of shape ``(..., n)``; finite and not empty.
+    alpha : float or array_like, optional
+        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        Shape: the broadcast batch shape of ``s`` and ``alpha``.
+
+    Examples
+    --------
+    >>> from attnscale import gradient_l1
+    >>> float(gradient_l1([0.0, 0.0, 0.0, 0.0], alpha=1.0))
+    0.75
+    """
+    jac = softmax_jacobian(s, alpha)
+    return 0.5 * np.abs(jac).sum(axis=(-2, -1))
+
+
+def collision_probability(s, alpha=1.0, axis=-1):
+    r"""The collision probability :math:`\sum_i p_i^2` of the scaled softmax.
+
+    It is the chance that two independent draws from the attention row pick
+    the same key, and :math:`-\log\sum_i p_i^2` is the Rényi entropy of
+    order 2 (:func:`renyi2_entropy`).
+
+    Parameters
+    ----------
+    s, alpha, axis
+        As in :func:`softmax`.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        Values in :math:`[1/n, 1]`, shape of ``s`` without ``axis``
+        broadcast against ``alpha``.
+    """
+    s, alpha = _prepare(s, alpha, axis)
+    w, total, _ = _weights(s, alpha)
+    return np.sum(w * w, axis=-1) / total[..., 0] ** 2
+
+
+def gradient_objective(s, alpha=1.0):
+    r"""The gradient objective :math:`\alpha (1 - \sum_i p_i^2)` in :math:`O(n)`.
+
+    Equal to :func:`gradient_l1` by the book's L1 identity, but computed from
+    the probabilities alone, which makes it cheap for long rows (Monte Carlo
+    over many keys).  The factor :math:`1 - \sum_i p_i^2` is formed as
+    :math:`\sum_i p_i (1 - p_i)` with complements summed from the other
+    weights, so it keeps its relative accuracy when it is tiny.
+
+    Parameters
+    ----------
+    s : array_like
+        Scores of shape ``(..., n)``; finite and not empty.
+    alpha : float or array_like, optional
+        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        Shape: the broadcast batch shape of ``s`` and ``alpha``.
+    """
+    s, alpha = _prepare(s, alpha)
+    p, complement = _probabilities_and_complements(s, alpha)
+    return alpha[..., 0] * np.sum(p * complement, axis=-1)
+
+
+def renyi2_entropy(s, alpha=1.0, axis=-1):
+    r"""Rényi entropy of order 2 of the attention row, :math:`-\log \sum_i p_i^2`.
+
+    Natural logarithm; it lies in :math:`[0, \log n]`.  Accurate to the last
+    digits at both ends: from :math:`\sum_i p_i^2` when the row is spread,
+    and from :math:`-\log(1 - c)` with :math:`c = \sum_i p_i (1 - p_i)`
+    (complements summed, not subtracted) when the row is nearly one-hot
+    and :math:`H_2` is tiny.
+
+    Parameters
+    ----------
+    s, alpha, axis
+        As in :func:`softmax`.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        Shape of ``s`` without ``axis`` broadcast against ``alpha``.
+    """
+    s, alpha = _prepare(s, alpha, axis)
+    p, complement = _probabilities_and_complements(s, alpha)
+    collision = np.sum(p * p, axis=-1)
+    spread = np.sum(p * complement, axis=-1)  # = 1 - collision, without cancellation
+    with np.errstate(divide="ignore"):
+        return np.where(collision < 0.5, -np.log(collision), -np.log1p(-np.minimum(spread, 0.5)))

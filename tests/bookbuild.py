@@ -1,0 +1,90 @@
+"""How the tests build the book: one place for the command and its flags.
+
+The README's build command must use exactly :data:`BUILD_FLAGS`
+(``tests/test_repository.py`` checks it), so what the tests build is what a
+reader builds.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Re-read every page (--all), turn every Sphinx warning into a failure (-W)
+#: after reporting all of them (--keep-going), and warn about every missing
+#: cross-reference target (-n, nitpicky).
+BUILD_FLAGS = ["--all", "-W", "-n", "--keep-going"]
+
+#: The files that make up the book's sources.
+BOOK_FILES = ["_config.yml", "_toc.yml", "book"]
+
+JUPYTEXT_HEADER = re.compile(r"\A---\s*\njupytext:.*?\nkernelspec:.*?\n---\s*\n", re.S)
+
+
+def copy_book(destination: Path) -> Path:
+    """Copy the book's sources (config, toc, chapters) into ``destination``."""
+    destination.mkdir(parents=True, exist_ok=True)
+    for name in BOOK_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name,
+                            ignore=shutil.ignore_patterns("_build", "*.ipynb", ".ipynb_checkpoints"))
+        else:
+            shutil.copy2(source, destination / name)
+    return destination
+
+
+def build_book(source: Path, output: Path, *, toc: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``jupyter-book build`` as the README does; output under ``output/_build/html``.
+
+    No shell is involved, so no pipe can hide the exit status: the process's
+    own status is returned, together with everything it printed.
+    """
+    command = [jupyter_book_executable(), "build", str(source), *BUILD_FLAGS, "--path-output", str(output)]
+    if toc is not None:
+        command += ["--toc", str(toc)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=source, check=False)
+
+
+def jupyter_book_executable() -> str:
+    """The ``jupyter-book`` script of the running interpreter's environment."""
+    beside = Path(sys.executable).with_name("jupyter-book")
+    found = str(beside) if beside.exists() else shutil.which("jupyter-book")
+    if found is None:
+        raise RuntimeError("jupyter-book is not installed: pip install -r requirements.txt")
+    return found
+
+
+def toc_files(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
+    """Every document named in a jb-book table of contents, root first."""
+    toc = yaml.safe_load(toc_path.read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return files
+
+
+def is_notebook(path: Path) -> bool:
+    """A MyST-NB text notebook: a .md file that starts with a jupytext header."""
+    return path.suffix == ".md" and bool(JUPYTEXT_HEADER.match(path.read_text()))
+
+
+def notebook_chapters() -> list[Path]:
+    """The chapters listed in the toc that are executable notebooks."""
+    paths = [ROOT / f"{name}.md" for name in toc_files()]
+    return [p for p in paths if p.exists() and is_notebook(p)]

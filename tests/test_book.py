@@ -1,0 +1,122 @@
+"""The build is the test: the real book builds clean, and injected faults fail it.
+
+The fault builds use the book's own ``_config.yml`` on a small probe chapter
+(``tests/fixtures/probe.md``) instead of the whole book, so that each costs
+seconds; what they test is the configuration, which is the same.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from bookbuild import JUPYTEXT_HEADER, ROOT, build_book, copy_book, notebook_chapters
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+pytestmark = pytest.mark.book
+
+
+def _tail(text: str, lines: int = 60) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# -- the real book ----------------------------------------------------------
+
+
+def test_book_builds_clean(built_book):
+    result, html = built_book
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, f"the book build failed:\n{_tail(log, 120)}"
+    sphinx_warnings = [line for line in log.splitlines() if ": WARNING:" in line or ": ERROR:" in line]
+    assert sphinx_warnings == []
+    assert (html / "index.html").exists()
+
+
+@pytest.mark.parametrize("chapter", notebook_chapters(), ids=lambda p: p.stem)
+def test_every_chapter_executed(built_book, chapter):
+    """Each notebook chapter's page shows outputs of its cells, and no error."""
+    result, html = built_book
+    assert result.returncode == 0, "the book build failed; see test_book_builds_clean"
+    page = html / chapter.relative_to(ROOT).with_suffix(".html")
+    text = page.read_text()
+    assert "cell_output" in text, f"{page.name} shows no executed output"
+    for marker in ("output traceback", "output stderr", "Traceback (most recent call last)"):
+        assert marker not in text, f"{page.name} shows '{marker}'"
+
+
+def test_there_are_notebook_chapters():
+    assert notebook_chapters(), "no executable chapter found in _toc.yml"
+
+
+# -- faults that must fail the build -----------------------------------------
+
+
+def _probe_book(tmp_path: Path, chapter_text: str) -> tuple[Path, Path]:
+    """A copy of the book whose toc holds only the probe chapter and the bibliography."""
+    source = copy_book(tmp_path / "src")
+    (source / "book" / "probe.md").write_text(chapter_text)
+    shutil.copy2(FIXTURES / "probe_helper.py", source / "book" / "probe_helper.py")
+    toc = source / "_probe_toc.yml"
+    toc.write_text("format: jb-book\nroot: book/probe\nchapters:\n  - file: book/bibliography\n")
+    return source, toc
+
+
+PROBE = (FIXTURES / "probe.md").read_text()
+
+
+def _add_cell(code: str) -> str:
+    return PROBE + f"\n```{{code-cell}} ipython3\n{code}\n```\n"
+
+
+FAULTS = {
+    # name: (chapter text, a string the build log must contain: the right cause)
+    "failing assert": (_add_cell("assert 1 + 1 == 3, 'injected assert'"), "injected assert"),
+    "raised exception": (_add_cell("raise RuntimeError('injected exception')"), "injected exception"),
+    "python warning": (_add_cell("import warnings\nwarnings.warn('injected warning')"), "stderr was found"),
+    "broken reference": (PROBE + "\nSee {ref}`no-such-label`.\n", "no-such-label"),
+    "broken equation reference": (PROBE + "\nSee {eq}`eq-no-such`.\n", "eq-no-such"),
+    "broken theorem reference": (PROBE + "\nSee {prf:ref}`thm-no-such`.\n", "thm-no-such"),
+    "unknown citation key": (PROBE + "\nAs {cite:t}`nosuchkey2099` shows.\n", "nosuchkey2099"),
+    "missing glue key": (PROBE + "\nThe value {glue:text}`no_such_glue`.\n", "no_such_glue"),
+    "header removed": (JUPYTEXT_HEADER.sub("", PROBE), "code-cell"),
+}
+
+
+def test_probe_builds_clean(tmp_path):
+    """Control: without a fault the probe builds, executes and shows its output."""
+    source, toc = _probe_book(tmp_path, PROBE)
+    result = build_book(source, tmp_path / "out", toc=toc)
+    assert result.returncode == 0, _tail(result.stdout + result.stderr)
+    page = (tmp_path / "out" / "_build" / "html" / "book" / "probe.html").read_text()
+    assert "probe executed 0.5" in page
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=lambda name: name.replace(" ", "-"))
+def test_fault_fails_build(tmp_path, fault):
+    text, cause = FAULTS[fault]
+    assert text != PROBE
+    source, toc = _probe_book(tmp_path, text)
+    result = build_book(source, tmp_path / "out", toc=toc)
+    log = result.stdout + result.stderr
+    assert result.returncode != 0, f"the build ignored the fault '{fault}':\n{_tail(log)}"
+    assert cause in log, f"the build failed, but not because of '{fault}':\n{_tail(log)}"
+
+
+def test_no_stale_outputs(tmp_path):
+    """A change to imported code shows up on the next build (no execution cache).
+
+    jupyter-cache keys on the notebook's text only; the probe's text stays the
+    same while the module it imports changes, in the same output folder.
+    """
+    source, toc = _probe_book(tmp_path, PROBE)
+    output = tmp_path / "out"
+    page = output / "_build" / "html" / "book" / "probe.html"
+    first = build_book(source, output, toc=toc)
+    assert first.returncode == 0, _tail(first.stdout + first.stderr)
+    assert "first" in page.read_text()
+    (source / "book" / "probe_helper.py").write_text('MARKER = "second"\n')
+    second = build_book(source, output, toc=toc)
+    assert second.returncode == 0, _tail(second.stdout + second.stderr)
+    assert "second" in page.read_text(), "the second build served a stale output"

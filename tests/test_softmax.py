@@ -1,0 +1,148 @@
+"""attnscale.softmax against mpmath at high precision, and its invariants."""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import attnscale as at
+
+RTOL = 1e-12  # relative tolerance against the mpmath reference
+ATOL = 1e-300  # results below the float64 range are allowed to underflow to 0
+
+
+def mp_softmax_reference(s, alpha):
+    """p, the Jacobian, half its L1 norm and sum p^2 from the definitions, in mpmath.
+
+    The working precision is raised until 1 - max(p) is resolved, so that
+    the reference itself suffers no cancellation.
+    """
+    s = [mpmath.mpf(float(x)) for x in s]
+    a = mpmath.mpf(float(alpha))
+    spread = float(a * (max(s) - min(s)))
+    with mpmath.workdps(40 + int(min(spread, 1000.0) / 2.3)):
+        e = [mpmath.exp(a * x) for x in s]
+        z = mpmath.fsum(e)
+        p = [x / z for x in e]
+        n = len(p)
+        jac = [[a * (p[i] * (1 if i == j else 0) - p[i] * p[j]) for j in range(n)] for i in range(n)]
+        half_l1 = mpmath.fsum(abs(x) for row in jac for x in row) / 2
+        collision = mpmath.fsum(x * x for x in p)
+        return (np.array([float(x) for x in p]), np.array([[float(x) for x in row] for row in jac]),
+                float(half_l1), float(collision), float(-mpmath.log(collision)))
+
+
+CASES = [
+    ([0.0, 0.0], 1.0),
+    ([1.0, 2.0, 3.0], 0.0),
+    ([1.0, 2.0, 3.0], 0.7),
+    ([0.3, -1.2, 2.5, 2.4999], 40.0),
+    ([1e4, -1e4, 0.0, 9999.5], 3.0),
+    ([-1e4, -1e4 + 1e-3, -1e4 + 2e-3], 1e4),
+    (list(np.linspace(-5, 5, 17)), 1e-8),
+    ([7.0], 2.0),
+    ([2.0, 2.0, 2.0, -3.0], 1e3),
+]
+
+
+@pytest.mark.parametrize(("s", "alpha"), CASES)
+def test_against_mpmath(s, alpha):
+    p_ref, jac_ref, l1_ref, coll_ref, h2_ref = mp_softmax_reference(s, alpha)
+    np.testing.assert_allclose(at.softmax(s, alpha), p_ref, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(at.softmax_jacobian(s, alpha), jac_ref, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(at.gradient_l1(s, alpha), l1_ref, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(at.gradient_objective(s, alpha), l1_ref, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(at.collision_probability(s, alpha), coll_ref, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(at.renyi2_entropy(s, alpha), h2_ref, rtol=RTOL, atol=ATOL)
+
+
+def test_random_against_mpmath():
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        n = int(rng.integers(2, 9))
+        s = rng.normal(size=n) * 10 ** rng.uniform(-2, 3)
+        alpha = 10 ** rng.uniform(-3, 2)
+        _, jac_ref, l1_ref, _, h2_ref = mp_softmax_reference(s, alpha)
+        np.testing.assert_allclose(at.softmax_jacobian(s, alpha), jac_ref, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(at.gradient_objective(s, alpha), l1_ref, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(at.renyi2_entropy(s, alpha), h2_ref, rtol=RTOL, atol=ATOL)
+
+
+def test_axis_and_broadcasting():
+    rng = np.random.default_rng(1)
+    s = rng.normal(size=(3, 5, 4))
+    alpha = np.array([0.5, 1.0, 2.0, 4.0])
+    # keys on axis 1: alpha broadcasts against the remaining axes (3, 4)
+    p = at.softmax(s, alpha, axis=1)
+    assert p.shape == (3, 5, 4)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-14)
+    for k in range(4):
+        np.testing.assert_allclose(p[:, :, k], at.softmax(s[:, :, k], alpha[k]), rtol=1e-14)
+    grid = np.linspace(0, 3, 7)[:, None, None]
+    assert at.gradient_l1(s, grid).shape == (7, 3, 5)
+    assert at.softmax_jacobian(s, 2.0).shape == (3, 5, 4, 4)
+
+
+def test_doubling_scale_equals_doubling_scores():
+    s = np.array([0.1, -0.4, 1.3])
+    np.testing.assert_allclose(at.softmax(s, 2.0), at.softmax(2 * s, 1.0), rtol=1e-15)
+
+
+def test_known_values():
+    # uniform row: Jacobian alpha (I/n - 1/n^2), half L1 = alpha (1 - 1/n)
+    for n in (2, 5, 64):
+        np.testing.assert_allclose(at.gradient_l1(np.zeros(n), 3.0), 3.0 * (1 - 1 / n), rtol=1e-14)
+        np.testing.assert_allclose(at.renyi2_entropy(np.zeros(n), 3.0), np.log(n), rtol=1e-14)
+
+
+scores = st.integers(1, 12).flatmap(
+    lambda n: arrays(np.float64, n, elements=st.floats(-1e4, 1e4, allow_nan=False))
+)
+scales = st.floats(0.0, 1e4, allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scores, scales)
+def test_invariants(s, alpha):
+    n = len(s)
+    p = at.softmax(s, alpha)
+    jac = at.softmax_jacobian(s, alpha)
+    l1 = at.gradient_l1(s, alpha)
+    objective = at.gradient_objective(s, alpha)
+    h2 = at.renyi2_entropy(s, alpha)
+    assert np.all(np.isfinite(jac)) and np.isfinite(l1) and np.isfinite(h2)
+    assert np.all((p >= 0) & (p <= 1))
+    assert abs(p.sum() - 1) <= 4 * n * np.finfo(float).eps
+    assert np.all(np.abs(jac.sum(axis=-1)) <= 4 * n * np.finfo(float).eps * max(alpha, 1.0))
+    assert np.all(np.diag(jac) >= 0)
+    np.testing.assert_allclose(l1, objective, rtol=1e-12, atol=ATOL)
+    assert 0.0 <= objective <= alpha * (1 - 1 / n) * (1 + 1e-12)
+    assert -1e-15 <= h2 <= np.log(n) * (1 + 1e-12) + 1e-15
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: at.softmax([]), ValueError, "s must not be empty"),
+        (lambda: at.softmax(np.empty((3, 0))), ValueError, "s must not be empty"),
+        (lambda: at.softmax(1.0), ValueError, "at least one axis"),
+        (lambda: at.softmax([1.0, np.nan]), ValueError, "s must be finite"),
+        (lambda: at.softmax([1.0, np.inf]), ValueError, "s must be finite"),
+        (lambda: at.softmax([1.0, 2.0], alpha=-1.0), ValueError, "alpha must be >= 0"),
+        (lambda: at.softmax([1.0, 2.0], alpha=np.nan), ValueError, "alpha must be finite"),
+        (lambda: at.softmax([1.0, 2.0], alpha="big"), TypeError, "alpha must be a real number"),
+        (lambda: at.softmax(["a", "b"]), TypeError, "s must be a real number"),
+        (lambda: at.softmax(np.ones((2, 2)), alpha=[1.0, 2.0, 3.0]), ValueError, "does not broadcast"),
+        (lambda: at.softmax([1.0, 2.0], axis=3), ValueError, "out of range"),
+        (lambda: at.softmax_jacobian([1.0 + 1j]), TypeError, "s must be a real number"),
+        (lambda: at.gradient_l1([[1.0, 2.0], [3.0, np.nan]]), ValueError, "s must be finite"),
+        (lambda: at.gradient_objective([1.0], alpha=-0.5), ValueError, "alpha must be >= 0"),
+    ],
+)
+def test_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
