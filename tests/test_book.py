@@ -85,8 +85,16 @@ FAULTS = {
 
 
 def test_probe_builds_clean(tmp_path):
-    """Control: without a fault the probe builds, executes and shows its output."""
+    """Control: without a fault the probe builds, executes and shows its output.
+
+    The copy also holds the clutter of a reader's checkout (pytest's cache
+    and a virtual environment, both with Markdown files in them), which the
+    build must ignore.
+    """
     source, toc = _probe_book(tmp_path, PROBE)
+    for clutter in (".pytest_cache/README.md", ".venv/lib/site-packages/pkg/README.md", "venv/notes.md"):
+        (source / clutter).parent.mkdir(parents=True, exist_ok=True)
+        (source / clutter).write_text("# Not part of the book\n")
     result = build_book(source, tmp_path / "out", toc=toc)
     assert result.returncode == 0, _tail(result.stdout + result.stderr)
     page = (tmp_path / "out" / "_build" / "html" / "book" / "probe.html").read_text()
