@@ -6,6 +6,9 @@ names in its docstring the equation of the book it implements.
 """
 
 from .checks import CheckFailed, check_close, check_true
+from .cosine import cosine_alpha_star, cosine_density, cosine_log_mgf, cosine_objective
+from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
+from .montecarlo import sample_cosine_scores, sample_gaussian_scores, sampled_objective
 from .plotting import use_book_style
 from .softmax import (
     collision_probability,
@@ -23,9 +26,19 @@ __all__ = [
     "check_close",
     "check_true",
     "collision_probability",
+    "cosine_alpha_star",
+    "cosine_density",
+    "cosine_log_mgf",
+    "cosine_objective",
+    "gaussian_alpha_star",
+    "gaussian_log_mgf",
+    "gaussian_objective",
     "gradient_l1",
     "gradient_objective",
     "renyi2_entropy",
+    "sample_cosine_scores",
+    "sample_gaussian_scores",
+    "sampled_objective",
     "softmax",
     "softmax_jacobian",
     "use_book_style",

@@ -1,0 +1,91 @@
+"""Independent high-precision references (mpmath) for the tests.
+
+Nothing here shares code with attnscale: the cosine moment generating
+function comes from mpmath's hypergeometric series where that converges
+quickly, and otherwise from tanh-sinh quadrature of the density itself.
+"""
+
+from __future__ import annotations
+
+import mpmath as mp
+
+DPS = 40
+
+
+def cosine_mgf_parts(d, alpha, dps=DPS):
+    """(L, L - alpha, 1 - L') of the cosine score's log MGF, in mpmath."""
+    if float(alpha) ** 2 / 4 <= 1e4:
+        return _series_parts(d, alpha, dps)
+    return _quadrature_parts(d, alpha, dps)
+
+
+def _series_parts(d, alpha, dps):
+    with mp.workdps(dps):
+        a = mp.mpf(alpha)
+        b = mp.mpf(d) / 2
+        x = a * a / 4
+        f0 = mp.hyp0f1(b, x)
+        f1 = mp.hyp0f1(b + 1, x)
+        log_mgf = mp.log(f0)
+        return log_mgf, log_mgf - a, 1 - (a / (2 * b)) * f1 / f0
+
+
+def _quadrature_parts(d, alpha, dps):
+    """Integrate e^(a s) (1 - s^2)^((d-3)/2) over (-1, 1), split around its peak.
+
+    The variable is t = 1 - s in (0, 2), with 1 - s^2 = t (2 - t), so that the
+    quadrature nodes crowding at s = 1 (where the mass sits for large a) are
+    represented exactly.
+    """
+    with mp.workdps(dps):
+        a = mp.mpf(alpha)
+        nu = mp.mpf(d) / 2 - 1
+        e = nu - mp.mpf(1) / 2  # exponent of (1 - s^2)
+        log_norm = -mp.log(mp.beta(mp.mpf(1) / 2, nu + mp.mpf(1) / 2))
+        if e > 0:
+            peak_s = (-(2 * e) + mp.sqrt((2 * e) ** 2 + 4 * a * a)) / (2 * a)
+            peak_t = 1 - peak_s
+            width = 1 / mp.sqrt(2 * e * (1 + peak_s**2) / (1 - peak_s**2) ** 2)
+            marks = [peak_t + k * width for k in (-60, -20, -6, -2, 0, 2, 6, 20, 60)]
+            peak = -a * peak_t + e * mp.log(peak_t * (2 - peak_t))
+        else:  # the integrand increases up to s = 1, t = 0
+            marks = [k / a for k in (1, 3, 10, 30, 100, 300)]
+            peak = mp.mpf(0)
+        points = sorted({mp.mpf(0), mp.mpf(2), *[m for m in marks if 0 < m < 2]})
+
+        def weight(t):  # e^(a s) (1 - s^2)^e, divided by e^(a + peak)
+            return mp.exp(-a * t + e * mp.log(t * (2 - t)) - peak)
+
+        total = mp.quad(weight, points)
+        upper = mp.quad(lambda t: t * weight(t), points)  # E[1 - s] without cancellation
+        log_mgf = log_norm + a + peak + mp.log(total)
+        return log_mgf, log_norm + peak + mp.log(total), upper / total
+
+
+def cosine_condition(alpha, n, d):
+    """log R + log(1 + a (log R)') - log n, whose root is alpha*(n, d)."""
+    with mp.workdps(DPS):
+        _, m1, c1 = cosine_mgf_parts(d, alpha)
+        _, m2, c2 = cosine_mgf_parts(d, 2 * mp.mpf(alpha))
+        return (m2 - 2 * m1) + mp.log1p(2 * mp.mpf(alpha) * (c1 - c2)) - mp.log(n)
+
+
+def cosine_alpha_star(n, d, start):
+    """Root of :func:`cosine_condition` by mpmath's secant method from ``start``."""
+    with mp.workdps(DPS):
+        return mp.findroot(lambda a: cosine_condition(a, n, d), (mp.mpf(start), mp.mpf(start) * (1 + 1e-6)),
+                           tol=mp.mpf(10) ** (-30))
+
+
+def cosine_objective(alpha, n, d):
+    with mp.workdps(DPS):
+        _, m1, _ = cosine_mgf_parts(d, alpha)
+        _, m2, _ = cosine_mgf_parts(d, 2 * mp.mpf(alpha))
+        return mp.mpf(alpha) * (1 - mp.exp(m2 - 2 * m1) / n)
+
+
+def gaussian_alpha_star(n):
+    """Root of d/da [a (1 - e^(a^2)/n)] = 0 by mpmath's root finder (no Lambert W)."""
+    with mp.workdps(50):
+        n = mp.mpf(n)
+        return mp.findroot(lambda a: mp.log1p(2 * a * a) + a * a - mp.log(n), mp.sqrt(mp.log(n)))
