@@ -139,3 +139,18 @@ def test_ruff_clean():
     command = [str(ruff) if ruff.exists() else "ruff", "check", "."]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_chapter_code_fits_the_page():
+    """Code lines longer than 79 characters scroll sideways on the rendered page."""
+    long_lines = []
+    for path in (ROOT / "book").glob("*.md"):
+        inside = False
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if line.startswith("```{code-cell}"):
+                inside = True
+            elif line.startswith("```"):
+                inside = False
+            elif inside and len(line) > 79:
+                long_lines.append(f"{path.name}:{number} ({len(line)} characters)")
+    assert long_lines == []

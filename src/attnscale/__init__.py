@@ -7,6 +7,7 @@ names in its docstring the equation of the book it implements.
 
 from .checks import CheckFailed, check_close, check_true
 from .cosine import cosine_alpha_star, cosine_density, cosine_log_mgf, cosine_objective
+from .decoder import best_causal_scale, gradient_fraction
 from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
 from .montecarlo import sample_cosine_scores, sample_gaussian_scores, sampled_objective
 from .plotting import use_book_style
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CheckFailed",
+    "best_causal_scale",
     "check_close",
     "check_true",
     "collision_probability",
@@ -33,6 +35,7 @@ __all__ = [
     "gaussian_alpha_star",
     "gaussian_log_mgf",
     "gaussian_objective",
+    "gradient_fraction",
     "gradient_l1",
     "gradient_objective",
     "renyi2_entropy",

@@ -174,11 +174,16 @@ def cosine_alpha_star(n, d):
     # ~0.5 (n = 2); expand the upper end by factors of 4 until it is positive.
     lo = np.full(log_n.shape, np.log(0.05))
     hi = np.zeros(log_n.shape)
-    for _ in range(400):
-        positive = condition(hi) >= 0
-        if positive.all():
-            break
+    positive = condition(hi) >= 0
+    while not positive.all():
+        if hi.max() > np.log(1e300):
+            bad = ~positive
+            raise ValueError(
+                f"alpha*(n, d) exceeds 1e300 for n = {n.ravel()[bad][0]:g}, d = {d.ravel()[bad][0]:g} "
+                "(for fixed d it grows like n^(2/(d-1)))"
+            )
         lo = np.where(positive, lo, hi)
         hi = np.where(positive, hi, hi + np.log(4.0))
+        positive = condition(hi) >= 0
     root = increasing_root(condition, lo, hi, rtol=1e-15)
     return np.exp(root).reshape(shape)

@@ -6,7 +6,7 @@ and replacing the two sums in :math:`\sum_i p_i^2` by their expectations
 (the mean-field approximation) turns the gradient objective
 :math:`\alpha(1 - \sum_i p_i^2)` into
 
-.. math:: f(\alpha, n) = \alpha\left(1 - \frac{e^{\alpha^2}}{n}\right).
+.. math:: f(\alpha, n) = \alpha\,\bigl(1 - e^{\alpha^2}/n\bigr).
 
 Its maximizer has the closed form
 

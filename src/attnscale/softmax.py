@@ -6,7 +6,7 @@ For scores :math:`s \in \mathbb{R}^n` and a scale :math:`\alpha \ge 0`,
 .. math::
 
    p_i = \frac{e^{\alpha s_i}}{\sum_j e^{\alpha s_j}}, \qquad
-   \frac{\partial p_i}{\partial s_j} = \alpha\,(p_i\delta_{ij} - p_i p_j), \qquad
+   J_{ij} = \alpha\, p_i (\delta_{ij} - p_j) = \partial p_i / \partial s_j, \qquad
    \tfrac12 \Bigl\lVert \frac{\partial p}{\partial s} \Bigr\rVert_1
    = \alpha\Bigl(1 - \sum_i p_i^2\Bigr).
 
@@ -134,7 +134,7 @@ def softmax_jacobian(s, alpha=1.0):
 
     Implements the book's theorem on the softmax Jacobian,
 
-    .. math:: J_{ij} = \frac{\partial p_i}{\partial s_j} = \alpha\,(p_i \delta_{ij} - p_i p_j).
+    .. math:: J_{ij} = \alpha\, p_i\, (\delta_{ij} - p_j) = \partial p_i / \partial s_j.
 
     Parameters
     ----------

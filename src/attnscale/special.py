@@ -109,10 +109,10 @@ def _debye(nu, alpha):
             series = series + weight * p**power
             dseries = dseries + weight * power * p ** (power - 1)
     log_s = np.log(series)
-    r_minus_alpha = nu * nu / (r + alpha)  # exact form of r - alpha, no cancellation
+    r_minus_alpha = nu * (nu / (r + alpha))  # exact form of r - alpha, no cancellation
     big = nu >= _STIRLING_FROM
     nu_big = np.where(big, nu, _STIRLING_FROM)
-    w = alpha * alpha / (r + nu_big)  # = r - nu, without cancellation; used where nu >= 10
+    w = alpha * (alpha / (r + nu_big))  # = r - nu, without cancellation; used where nu >= 10
     with np.errstate(divide="ignore"):
         # nu >= 10: L = w - nu log1p(w / 2nu) + log(nu / r) / 2 + Stirling correction + log S
         rest_big = (-nu_big * np.log1p(w / (2 * nu_big)) + 0.5 * np.log(nu_big / r)
@@ -137,7 +137,7 @@ def _parts(nu, alpha):
     none of them is the small difference of two large numbers.
     """
     nu, alpha = np.broadcast_arrays(np.asarray(nu, float), np.asarray(alpha, float))
-    use_series = 0.25 * alpha * alpha <= np.maximum(nu + 1.0, _SERIES_LIMIT)
+    use_series = alpha <= 2.0 * np.sqrt(np.maximum(nu + 1.0, _SERIES_LIMIT))  # x <= max(b, 2500)
     out = tuple(np.empty(nu.shape) for _ in range(3))
     for mask, method in ((use_series, _series), (~use_series, _debye)):
         if np.any(mask):
