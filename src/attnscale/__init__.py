@@ -8,6 +8,12 @@ names in its docstring the equation of the book it implements.
 from .checks import CheckFailed, check_close, check_true
 from .cosine import cosine_alpha_star, cosine_density, cosine_log_mgf, cosine_objective
 from .decoder import best_causal_scale, gradient_fraction
+from .entropy import (
+    entropy_invariant_scale,
+    entropy_matching_scale,
+    gaussian_meanfield_entropy,
+    softmax_entropy,
+)
 from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
 from .montecarlo import sample_cosine_scores, sample_gaussian_scores, sampled_objective
 from .plotting import use_book_style
@@ -19,10 +25,12 @@ from .softmax import (
     softmax,
     softmax_jacobian,
 )
+from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retrieval_task
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ATTENTIONS",
     "CheckFailed",
     "best_causal_scale",
     "check_close",
@@ -32,17 +40,24 @@ __all__ = [
     "cosine_density",
     "cosine_log_mgf",
     "cosine_objective",
+    "entropy_invariant_scale",
+    "entropy_matching_scale",
+    "fit_attention_parameter",
     "gaussian_alpha_star",
     "gaussian_log_mgf",
+    "gaussian_meanfield_entropy",
     "gaussian_objective",
     "gradient_fraction",
     "gradient_l1",
     "gradient_objective",
     "renyi2_entropy",
+    "retrieval_error",
+    "retrieval_task",
     "sample_cosine_scores",
     "sample_gaussian_scores",
     "sampled_objective",
     "softmax",
+    "softmax_entropy",
     "softmax_jacobian",
     "use_book_style",
 ]

@@ -1,0 +1,151 @@
+r"""Shannon entropy of attention rows, and the length-dependent scales built on it.
+
+Chapter *Entropy invariance*.  For :math:`p = \operatorname{softmax}(\alpha s)`,
+
+.. math:: H(p) = -\sum_i p_i \log p_i = \log Z - \alpha\, \mathbb E_p[s],
+          \qquad Z = \sum_i e^{\alpha s_i},
+
+and, replacing sums over many keys by expectations (mean field),
+:math:`H \approx \log n + \log M(\alpha) - \alpha\,(\log M)'(\alpha)` with
+:math:`M` the moment generating function of a score; for standard normal
+scores :math:`H \approx \log n - \alpha^2/2`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate
+from .softmax import _prepare
+
+__all__ = [
+    "entropy_invariant_scale",
+    "entropy_matching_scale",
+    "gaussian_meanfield_entropy",
+    "softmax_entropy",
+]
+
+
+def softmax_entropy(s, alpha=1.0, axis=-1):
+    r"""Shannon entropy (natural log) of :math:`\operatorname{softmax}(\alpha s)`.
+
+    Computed as :math:`\log Z' - \alpha\,\mathbb E_p[s - \max s]` with
+    :math:`Z' = \sum_i e^{\alpha (s_i - \max s)} \ge 1`: no overflow for any
+    finite scores, no :math:`0 \log 0`.
+
+    Parameters
+    ----------
+    s : array_like
+        Scores; finite, not empty.
+    alpha : float or array_like, optional
+        Scale, ``>= 0``; broadcasts against ``s`` without ``axis``.
+    axis : int, optional
+        The key axis.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        :math:`H \in [0, \log n]`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import softmax_entropy
+    >>> bool(np.isclose(softmax_entropy(np.zeros(8)), np.log(8)))
+    True
+    """
+    s, alpha = _prepare(s, alpha, axis)
+    gap = s - s.max(axis=-1, keepdims=True)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        z = np.where(gap == 0.0, 0.0, alpha * gap)
+        w = np.exp(z)
+    below = gap < 0
+    # Z' - 1, summed from the weights below the maximum (ties at the top count 1 each)
+    rest = np.sum(np.where(below, w, 0.0), axis=-1) + (s.shape[-1] - below.sum(axis=-1) - 1)
+    # -sum w z, with w z -> 0 where w underflows (z = -inf would give 0 * inf)
+    spread = -np.sum(np.where(w > 0, w * z, 0.0), axis=-1)
+    # H = log Z' + sum(w |z|) / Z': two non-negative terms, no cancellation
+    return np.log1p(rest) + spread / (1.0 + rest)
+
+
+def gaussian_meanfield_entropy(alpha, n):
+    r"""Mean-field entropy of an attention row over :math:`n` standard normal scores.
+
+    .. math:: H(\alpha, n) \approx \log n - \alpha^2 / 2
+
+    Parameters
+    ----------
+    alpha : float or array_like
+        Scale, ``>= 0``.
+    n : float or array_like
+        Number of keys, ``>= 2``; broadcasts against ``alpha``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        The approximation.  It is accurate for :math:`\alpha` well below
+        :math:`\sqrt{2\log n}`, where it reaches 0; beyond that the row
+        "freezes" onto its largest scores, the true entropy stays of order
+        one, and this formula (which turns negative) does not apply.
+    """
+    alpha = _validate.scale(alpha)
+    n = _validate.key_count(n)
+    return np.log(n) - 0.5 * alpha * alpha
+
+
+def entropy_invariant_scale(n, d, train_length=512):
+    r"""The entropy-invariant scale :math:`\log_{L}(n) / \sqrt d` for training length :math:`L`.
+
+    At :math:`n = L` it equals the usual :math:`1/\sqrt d`; it multiplies the
+    raw dot products :math:`q \cdot k`, as in
+    :math:`\operatorname{softmax}(\log_{512} n\, QK^\top / \sqrt d)`.
+
+    Parameters
+    ----------
+    n : float or array_like
+        Number of keys, ``>= 2``.
+    d : float or array_like
+        Head dimension, ``>= 1``.
+    train_length : float or array_like, optional
+        The length :math:`L` at which the scale is :math:`1/\sqrt d`, ``>= 2``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        The scale; all arguments broadcast together.
+    """
+    n = _validate.key_count(n)
+    d = _validate.at_least(d, "d", 1.0, what=" (the head dimension)")
+    train_length = _validate.at_least(train_length, "train_length", 2.0)
+    return np.log(n) / np.log(train_length) / np.sqrt(d)
+
+
+def entropy_matching_scale(n, alpha_train, train_length=512):
+    r"""The scale that keeps the Gaussian mean-field entropy constant across lengths.
+
+    Solving :math:`\log n - \alpha^2/2 = \log L - \alpha_L^2/2` gives
+
+    .. math:: \alpha(n) = \sqrt{\alpha_L^2 + 2 \log(n / L)},
+
+    a :math:`\sqrt{\log n}` rule, in units of the standardized score (multiply
+    by :math:`1/\sqrt d` for raw dot products).
+
+    Parameters
+    ----------
+    n : float or array_like
+        Number of keys, ``>= 2``.
+    alpha_train : float or array_like
+        Scale at the training length, ``>= 0``.
+    train_length : float or array_like, optional
+        Training length :math:`L`, ``>= 2``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        The scale; 0 where :math:`\alpha_L^2 + 2\log(n/L) < 0` (short
+        sequences whose entropy cannot reach the training value).
+    """
+    n = _validate.key_count(n)
+    alpha_train = _validate.scale(alpha_train, "alpha_train")
+    train_length = _validate.at_least(train_length, "train_length", 2.0)
+    return np.sqrt(np.maximum(alpha_train**2 + 2.0 * np.log(n / train_length), 0.0))

@@ -1,0 +1,120 @@
+r"""A small length-transfer experiment: softmax against relu^2 attention.
+
+Chapter *Softmax or relu²*.  A query must retrieve the value of one relevant
+key hidden among distractors.  Scores: the relevant key's is drawn from
+:math:`\mathcal N(\mu, 1)`, the distractors' from :math:`\mathcal N(\mu_0, 1)`
+(:math:`\mu_0 < 0` models a focused row, most distractors below zero);
+values: 1 for the relevant key, :math:`\mathcal N(0, 1)` for distractors.
+The attention output :math:`o = \sum_j a_j v_j` should be 1.  Under a
+Gaussian observation model the retrieval log-likelihood is, up to constants,
+:math:`-\tfrac12 (o - 1)^2`, so fitting by maximum likelihood means
+minimizing the mean squared error.
+
+Four attentions, each with one free parameter :math:`\theta > 0` fitted at
+the training length and then used unchanged at other lengths:
+
+``softmax``
+    :math:`a = \operatorname{softmax}(\theta s)`.
+``softmax_logn``
+    :math:`a = \operatorname{softmax}(\theta \log_{L}(n)\, s)` (entropy-invariant).
+``relu2_n``
+    :math:`a_j = \operatorname{relu}(s_j)^2 / (\theta n)`, GAU's normalization by the sample length.
+``relu2_fixed``
+    :math:`a_j = \operatorname{relu}(s_j)^2 / (\theta L)`, normalization fixed at the training length.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from . import _validate
+from .montecarlo import _count
+from .softmax import softmax
+
+__all__ = ["ATTENTIONS", "fit_attention_parameter", "retrieval_error", "retrieval_task"]
+
+ATTENTIONS = ("softmax", "softmax_logn", "relu2_n", "relu2_fixed")
+
+
+def retrieval_task(samples, n, rng, signal=4.0, distractor_mean=0.0):
+    """Scores and values of ``samples`` retrieval queries over ``n`` keys.
+
+    Parameters
+    ----------
+    samples, n : int
+        Queries (``>= 1``) and keys per query (``>= 2``).
+    rng : numpy.random.Generator
+        Source of randomness.
+    signal : float, optional
+        Mean score :math:`\\mu` of the relevant key (key 0), ``>= 0``.
+    distractor_mean : float, optional
+        Mean score :math:`\\mu_0` of the distractors.
+
+    Returns
+    -------
+    scores, values : numpy.ndarray
+        Both of shape ``(samples, n)``.
+    """
+    samples, n = _count(samples, "samples"), _count(n, "n", 2)
+    signal = float(_validate.scale(signal, "signal"))
+    distractor_mean = float(_validate.real_array(distractor_mean, "distractor_mean"))
+    scores = rng.standard_normal((samples, n)) + distractor_mean
+    scores[:, 0] += signal - distractor_mean
+    values = rng.standard_normal((samples, n))
+    values[:, 0] = 1.0
+    return scores, values
+
+
+def _weights(kind, theta, scores, train_length):
+    n = scores.shape[-1]
+    if kind == "softmax":
+        return softmax(scores, theta)
+    if kind == "softmax_logn":
+        return softmax(scores, theta * np.log(n) / np.log(train_length))
+    relu2 = np.maximum(scores, 0.0) ** 2
+    if kind == "relu2_n":
+        return relu2 / (theta * n)
+    if kind == "relu2_fixed":
+        return relu2 / (theta * train_length)
+    raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
+
+
+def retrieval_error(kind, theta, scores, values, train_length=512):
+    """Mean squared error of the attention output against the target 1.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`ATTENTIONS`.
+    theta : float
+        The attention's free parameter, ``> 0``.
+    scores, values : array_like
+        Shape ``(samples, n)``, from :func:`retrieval_task`.
+    train_length : float, optional
+        :math:`L` in the definitions above.
+
+    Returns
+    -------
+    float
+        :math:`\\overline{(o - 1)^2}` over the samples.
+    """
+    theta = float(_validate.at_least(theta, "theta", np.finfo(float).tiny))
+    output = np.sum(_weights(kind, theta, scores, train_length) * values, axis=-1)
+    return float(np.mean((output - 1.0) ** 2))
+
+
+def fit_attention_parameter(kind, scores, values, train_length=512):
+    """Fit ``theta`` by maximum likelihood (least squares) with a bounded scalar optimizer.
+
+    The search runs over :math:`\\log\\theta \\in [-12, 12]`.
+
+    Returns
+    -------
+    float
+        The fitted :math:`\\theta`.
+    """
+    result = minimize_scalar(lambda log_theta: retrieval_error(kind, np.exp(log_theta), scores, values,
+                                                               train_length),
+                             bounds=(-12.0, 12.0), method="bounded", options={"xatol": 1e-8})
+    return float(np.exp(result.x))
