@@ -51,13 +51,15 @@ def naive_cosine_alpha_star(n, d):
         g1, g2 = h(a) / h0, h(2 * a) / h0
         return -a * (1 - g2 / (n * g1 * g1))
 
-    return minimize_scalar(negative_objective, bounds=(0.0, 10 * np.sqrt(d) + 50), method="bounded",
-                           options={"xatol": 1e-10}).x
+    return minimize_scalar(
+        negative_objective, bounds=(0.0, 10 * np.sqrt(d) + 50), method="bounded", options={"xatol": 1e-10}
+    ).x
 
 
 def naive_gaussian_alpha_star(n):
-    return minimize_scalar(lambda a: -a * (1 - np.exp(a * a) / n), bounds=(0.0, 10.0), method="bounded",
-                           options={"xatol": 1e-12}).x
+    return minimize_scalar(
+        lambda a: -a * (1 - np.exp(a * a) / n), bounds=(0.0, 10.0), method="bounded", options={"xatol": 1e-12}
+    ).x
 
 
 def relative_error(values, exact):
@@ -87,24 +89,34 @@ def main():
     fast_per_point = fast / points.shape[0]
     print(f"cosine_alpha_star over {len(N_GRID)} n x {len(D_GRID)} d = {points.shape[0]} points")
     print(f"  baseline (quad + minimize_scalar), {len(chosen)} points: {slow_per_point * 1e3:9.3f} ms/point")
-    print(f"  attnscale.cosine_alpha_star, whole grid:      {fast_per_point * 1e3:9.4f} ms/point"
-          f"   ({fast:.3f} s in all)")
+    print(
+        f"  attnscale.cosine_alpha_star, whole grid:      {fast_per_point * 1e3:9.4f} ms/point"
+        f"   ({fast:.3f} s in all)"
+    )
     print(f"  speed-up: {slow_per_point / fast_per_point:,.0f}x")
 
     # --- cosine: accuracy against mpmath on a sample ---------------------------
     sample = chosen[rng.choice(len(chosen), 16, replace=False)]
     package = at.cosine_alpha_star(sample[:, 0], sample[:, 1])
-    exact = np.array([float(references.cosine_alpha_star(n, d, start=p))
-                      for (n, d), p in zip(sample, package, strict=True)])
+    exact = np.array(
+        [
+            float(references.cosine_alpha_star(n, d, start=p))
+            for (n, d), p in zip(sample, package, strict=True)
+        ]
+    )
     index = {tuple(p): i for i, p in enumerate(chosen)}
     naive = np.array([baseline[index[tuple(p)]] for p in sample])
     err_fast, err_naive = relative_error(package, exact), relative_error(naive, exact)
-    print(f"  max relative error vs mpmath on {len(sample)} points: package {err_fast.max():.1e}, "
-          f"baseline {err_naive.max():.1e}")
+    print(
+        f"  max relative error vs mpmath on {len(sample)} points: package {err_fast.max():.1e}, "
+        f"baseline {err_naive.max():.1e}"
+    )
     bad = sample[err_naive > 1e-6]
     if len(bad):
-        print(f"  baseline off by more than 1e-6 at d = {sorted({int(d) for d in bad[:, 1]})} "
-              "(overflow or underflow in the integrand)")
+        print(
+            f"  baseline off by more than 1e-6 at d = {sorted({int(d) for d in bad[:, 1]})} "
+            "(overflow or underflow in the integrand)"
+        )
     print()
 
     # --- Gaussian ---------------------------------------------------------------
@@ -117,9 +129,11 @@ def main():
     print(f"  baseline (minimize_scalar per n): {slow_g * 1e3:9.3f} ms")
     print(f"  attnscale.gaussian_alpha_star:    {fast_g * 1e3:9.3f} ms")
     print(f"  speed-up: {slow_g / fast_g:,.0f}x")
-    print(f"  max relative error vs mpmath on {len(exact_g)} points: package "
-          f"{relative_error(at.gaussian_alpha_star(N_GRID[::25]), exact_g).max():.1e}, "
-          f"baseline {relative_error(naive_g[::25], exact_g).max():.1e}")
+    print(
+        f"  max relative error vs mpmath on {len(exact_g)} points: package "
+        f"{relative_error(at.gaussian_alpha_star(N_GRID[::25]), exact_g).max():.1e}, "
+        f"baseline {relative_error(naive_g[::25], exact_g).max():.1e}"
+    )
 
 
 if __name__ == "__main__":

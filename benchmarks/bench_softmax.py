@@ -40,10 +40,16 @@ def main():
             f"half L1 norm of the softmax Jacobian, {rows} rows of n = {n}",
             [
                 ("Python loop over rows (baseline)", best_time(partial(loop_baseline, scores, alpha)), ""),
-                ("gradient_l1 (batched Jacobian)", best_time(partial(at.gradient_l1, scores, alpha)),
-                 "O(n^2) memory: the definition, not the fast path"),
-                ("gradient_objective (O(n) identity)",
-                 best_time(partial(at.gradient_objective, scores, alpha)), ""),
+                (
+                    "gradient_l1 (batched Jacobian)",
+                    best_time(partial(at.gradient_l1, scores, alpha)),
+                    "O(n^2) memory: the definition, not the fast path",
+                ),
+                (
+                    "gradient_objective (O(n) identity)",
+                    best_time(partial(at.gradient_objective, scores, alpha)),
+                    "",
+                ),
             ],
         )
 

@@ -34,8 +34,11 @@ def copy_book(destination: Path) -> Path:
     for name in BOOK_FILES:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, destination / name,
-                            ignore=shutil.ignore_patterns("_build", "*.ipynb", ".ipynb_checkpoints"))
+            shutil.copytree(
+                source,
+                destination / name,
+                ignore=shutil.ignore_patterns("_build", "*.ipynb", ".ipynb_checkpoints"),
+            )
         else:
             shutil.copy2(source, destination / name)
     return destination

@@ -73,8 +73,11 @@ def cosine_condition(alpha, n, d):
 def cosine_alpha_star(n, d, start):
     """Root of :func:`cosine_condition` by mpmath's secant method from ``start``."""
     with mp.workdps(DPS):
-        return mp.findroot(lambda a: cosine_condition(a, n, d), (mp.mpf(start), mp.mpf(start) * (1 + 1e-6)),
-                           tol=mp.mpf(10) ** (-30))
+        return mp.findroot(
+            lambda a: cosine_condition(a, n, d),
+            (mp.mpf(start), mp.mpf(start) * (1 + 1e-6)),
+            tol=mp.mpf(10) ** (-30),
+        )
 
 
 def cosine_objective(alpha, n, d):

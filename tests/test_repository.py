@@ -43,8 +43,10 @@ def _merge(into: dict, more: dict) -> dict:
 
 
 def _schema_keys(schema: dict) -> dict:
-    return {key: _schema_keys(sub) if "properties" in sub else None
-            for key, sub in schema.get("properties", {}).items()}
+    return {
+        key: _schema_keys(sub) if "properties" in sub else None
+        for key, sub in schema.get("properties", {}).items()
+    }
 
 
 def jb_known_keys() -> dict:
@@ -98,8 +100,9 @@ def test_chapters_with_code_cells_are_notebooks():
 
 
 def test_no_ipynb_in_git():
-    tracked = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert tracked == []
 
 

@@ -91,8 +91,9 @@ def test_debye_polynomials_follow_the_recurrence():
     t, s = sp.symbols("t s")
     u = sp.Integer(1)
     for den, coefficients in _DEBYE:
-        u = sp.expand(t**2 * (1 - t**2) * sp.diff(u, t) / 2
-                      + sp.integrate((1 - 5 * s**2) * u.subs(t, s), (s, 0, t)) / 8)
+        u = sp.expand(
+            t**2 * (1 - t**2) * sp.diff(u, t) / 2 + sp.integrate((1 - 5 * s**2) * u.subs(t, s), (s, 0, t)) / 8
+        )
         stored = sum(sp.Rational(num, den) * t**power for power, num in coefficients.items())
         assert sp.expand(u - stored) == 0
 
@@ -131,8 +132,19 @@ def test_cosine_objective_against_mpmath(n, d, factor):
 
 @pytest.mark.parametrize(
     ("n", "d"),
-    [(2, 2), (2, 65536), (40, 128), (20000, 128), (1e12, 2), (1e12, 3), (1e12, 65536), (1e4, 2),
-     (100, 7), (7.5, 33), (1e8, 512)],
+    [
+        (2, 2),
+        (2, 65536),
+        (40, 128),
+        (20000, 128),
+        (1e12, 2),
+        (1e12, 3),
+        (1e12, 65536),
+        (1e4, 2),
+        (100, 7),
+        (7.5, 33),
+        (1e8, 512),
+    ],
 )
 def test_cosine_alpha_star_against_mpmath(n, d):
     star = float(at.cosine_alpha_star(n, d))
@@ -199,5 +211,9 @@ def test_sampled_objective_matches_gradient_objective():
     rng = np.random.default_rng(4)
     scores = at.sample_gaussian_scores(50, 300, rng)
     alphas = np.array([0.0, 0.5, 2.0, 7.0])
-    np.testing.assert_allclose(at.sampled_objective(scores, alphas),
-                               at.gradient_objective(scores, alphas[:, None]), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(
+        at.sampled_objective(scores, alphas),
+        at.gradient_objective(scores, alphas[:, None]),
+        rtol=1e-10,
+        atol=1e-14,
+    )

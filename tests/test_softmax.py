@@ -32,8 +32,13 @@ def mp_softmax_reference(s, alpha):
         jac = [[a * (p[i] * (1 if i == j else 0) - p[i] * p[j]) for j in range(n)] for i in range(n)]
         half_l1 = mpmath.fsum(abs(x) for row in jac for x in row) / 2
         collision = mpmath.fsum(x * x for x in p)
-        return (np.array([float(x) for x in p]), np.array([[float(x) for x in row] for row in jac]),
-                float(half_l1), float(collision), float(-mpmath.log(collision)))
+        return (
+            np.array([float(x) for x in p]),
+            np.array([[float(x) for x in row] for row in jac]),
+            float(half_l1),
+            float(collision),
+            float(-mpmath.log(collision)),
+        )
 
 
 CASES = [

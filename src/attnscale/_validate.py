@@ -34,9 +34,7 @@ def real_array(value, name: str) -> np.ndarray:
     except Exception as exc:  # ragged sequences and the like
         raise TypeError(f"{name} must be a real number or array of real numbers: {exc}") from None
     if array.dtype.kind not in "iuf":
-        raise TypeError(
-            f"{name} must be a real number or array of real numbers, got dtype {array.dtype}"
-        )
+        raise TypeError(f"{name} must be a real number or array of real numbers, got dtype {array.dtype}")
     array = array.astype(np.float64, copy=False)
     if array.size and not np.all(np.isfinite(array)):
         bad = array[~np.isfinite(array)].flat[0]

@@ -94,7 +94,8 @@ def best_causal_scale(max_length, d=None):
         values = gaussian_objective(a, positions) if d is None else cosine_objective(a, positions, d)
         return -float(np.mean(np.maximum(values / top, 0.0)))
 
-    result = minimize_scalar(loss, bounds=(np.log(2.0), np.log(float(max_length))), method="bounded",
-                             options={"xatol": 1e-10})
+    result = minimize_scalar(
+        loss, bounds=(np.log(2.0), np.log(float(max_length))), method="bounded", options={"xatol": 1e-10}
+    )
     n_equivalent = float(np.exp(result.x))
     return float(star(n_equivalent)), n_equivalent, -float(result.fun)

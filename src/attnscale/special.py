@@ -52,15 +52,42 @@ _DEBYE = [
     (1152, {2: 81, 4: -462, 6: 385}),
     (414720, {3: 30375, 5: -369603, 7: 765765, 9: -425425}),
     (39813120, {4: 4465125, 6: -94121676, 8: 349922430, 10: -446185740, 12: 185910725}),
-    (6688604160, {5: 1519035525, 7: -49286948607, 9: 284499769554, 11: -614135872350,
-                  13: 566098157625, 15: -188699385875}),
-    (4815794995200, {6: 2757049477875, 8: -127577298354750, 10: 1050760774457901,
-                     12: -3369032068261860, 14: 5104696716244125, 16: -3685299006138750,
-                     18: 1023694168371875}),
-    (115579079884800, {7: 199689155040375, 9: -12493049053044375, 11: 138799253740521843,
-                       13: -613221795981706275, 15: 1347119637570231525,
-                       17: -1570320948552481125, 19: 931766432052080625,
-                       21: -221849150488590625}),
+    (
+        6688604160,
+        {
+            5: 1519035525,
+            7: -49286948607,
+            9: 284499769554,
+            11: -614135872350,
+            13: 566098157625,
+            15: -188699385875,
+        },
+    ),
+    (
+        4815794995200,
+        {
+            6: 2757049477875,
+            8: -127577298354750,
+            10: 1050760774457901,
+            12: -3369032068261860,
+            14: 5104696716244125,
+            16: -3685299006138750,
+            18: 1023694168371875,
+        },
+    ),
+    (
+        115579079884800,
+        {
+            7: 199689155040375,
+            9: -12493049053044375,
+            11: 138799253740521843,
+            13: -613221795981706275,
+            15: 1347119637570231525,
+            17: -1570320948552481125,
+            19: 931766432052080625,
+            21: -221849150488590625,
+        },
+    ),
 ]
 
 _SERIES_LIMIT = 2500.0  # x = alpha^2 / 4 up to which the series is used whatever nu is
@@ -91,8 +118,14 @@ def _stirling_correction(nu):
     """log Gamma(nu + 1) - (nu log nu - nu + log(2 pi nu) / 2), for nu >= 10."""
     inv = 1.0 / nu
     inv2 = inv * inv
-    return inv * (1 / 12 - inv2 * (1 / 360 - inv2 * (1 / 1260 - inv2 * (1 / 1680 - inv2 * (
-        1 / 1188 - inv2 * (691 / 360360 - inv2 / 156))))))
+    return inv * (
+        1 / 12
+        - inv2
+        * (
+            1 / 360
+            - inv2 * (1 / 1260 - inv2 * (1 / 1680 - inv2 * (1 / 1188 - inv2 * (691 / 360360 - inv2 / 156))))
+        )
+    )
 
 
 def _debye(nu, alpha):
@@ -115,18 +148,22 @@ def _debye(nu, alpha):
     w = alpha * (alpha / (r + nu_big))  # = r - nu, without cancellation; used where nu >= 10
     with np.errstate(divide="ignore"):
         # nu >= 10: L = w - nu log1p(w / 2nu) + log(nu / r) / 2 + Stirling correction + log S
-        rest_big = (-nu_big * np.log1p(w / (2 * nu_big)) + 0.5 * np.log(nu_big / r)
-                    + _stirling_correction(nu_big) + log_s)
+        rest_big = (
+            -nu_big * np.log1p(w / (2 * nu_big))
+            + 0.5 * np.log(nu_big / r)
+            + _stirling_correction(nu_big)
+            + log_s
+        )
         # nu < 10: L = r + [log Gamma(nu+1) + nu log 2 - nu log(nu + r) - log(2 pi r) / 2 + log S]
-        rest_small = (gammaln(nu + 1.0) + nu * np.log(2.0) - nu * np.log(nu + r)
-                      - 0.5 * np.log(2 * np.pi * r) + log_s)
+        rest_small = (
+            gammaln(nu + 1.0) + nu * np.log(2.0) - nu * np.log(nu + r) - 0.5 * np.log(2 * np.pi * r) + log_s
+        )
     # The leading term is w = r - nu (nu >= 10) or r (nu < 10); subtracting alpha
     # from it is done exactly with r - alpha = nu^2 / (r + alpha).
     log_mgf = np.where(big, w + rest_big, r + rest_small)
     minus_alpha = np.where(big, (r_minus_alpha - nu_big) + rest_big, r_minus_alpha + rest_small)
     # c = 1 - L'(alpha) = (nu + (r - alpha)) / (nu + r) + alpha / (2 r^2) + (alpha / r^3) S'/S
-    complement = ((nu + r_minus_alpha) / (nu + r) + alpha * 0.5 * p * p
-                  + alpha * p * p * p * dseries / series)
+    complement = (nu + r_minus_alpha) / (nu + r) + alpha * 0.5 * p * p + alpha * p * p * p * dseries / series
     return log_mgf, minus_alpha, complement
 
 

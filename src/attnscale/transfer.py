@@ -114,7 +114,10 @@ def fit_attention_parameter(kind, scores, values, train_length=512):
     float
         The fitted :math:`\\theta`.
     """
-    result = minimize_scalar(lambda log_theta: retrieval_error(kind, np.exp(log_theta), scores, values,
-                                                               train_length),
-                             bounds=(-12.0, 12.0), method="bounded", options={"xatol": 1e-8})
+    result = minimize_scalar(
+        lambda log_theta: retrieval_error(kind, np.exp(log_theta), scores, values, train_length),
+        bounds=(-12.0, 12.0),
+        method="bounded",
+        options={"xatol": 1e-8},
+    )
     return float(np.exp(result.x))

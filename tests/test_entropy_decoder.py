@@ -1,0 +1,84 @@
+"""Entropy, decoder and transfer helpers against independent routes."""
+
+from __future__ import annotations
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import attnscale as at
+
+
+def mp_entropy(row, alpha):
+    spread = float(alpha * (np.max(row) - np.min(row)))
+    with mp.workdps(40 + int(min(spread, 2000) / 2.3)):
+        w = [mp.exp(mp.mpf(float(alpha)) * mp.mpf(float(x))) for x in row]
+        z = mp.fsum(w)
+        return float(-mp.fsum((x / z) * mp.log(x / z) for x in w if x > 0))
+
+
+@pytest.mark.parametrize(
+    ("row", "alpha"),
+    [
+        ([0.0, 0.0, 0.0], 1.0),
+        ([1.0, 2.0, 3.0], 0.5),
+        ([0.0, -40.0], 1.0),
+        ([1e4, -1e4, 0.0], 1e-4),
+        ([3.0, 2.999, -5.0], 1e3),
+        (list(np.linspace(-3, 3, 25)), 2.0),
+        ([5.0], 1.0),
+    ],
+)
+def test_softmax_entropy_against_mpmath(row, alpha):
+    assert float(at.softmax_entropy(row, alpha)) == pytest.approx(
+        mp_entropy(row, alpha), rel=1e-12, abs=1e-300
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 10).flatmap(lambda n: arrays(np.float64, n, elements=st.floats(-1e4, 1e4))),
+    st.floats(0, 1e4),
+)
+def test_entropy_bounds(row, alpha):
+    h = float(at.softmax_entropy(row, alpha))
+    assert 0.0 <= h <= np.log(len(row)) * (1 + 1e-12) + 1e-15
+    assert float(at.renyi2_entropy(row, alpha)) <= h * (1 + 1e-12) + 1e-15
+
+
+def test_matching_scale_keeps_meanfield_entropy():
+    n = np.geomspace(600, 1e9, 50)
+    alpha = at.entropy_matching_scale(n, 1.3, train_length=512)
+    np.testing.assert_allclose(
+        at.gaussian_meanfield_entropy(alpha, n), at.gaussian_meanfield_entropy(1.3, 512), rtol=1e-12
+    )
+
+
+def test_gradient_fraction_is_one_at_the_optimum():
+    n = np.array([2.0, 40.0, 4096.0])
+    np.testing.assert_allclose(at.gradient_fraction(at.gaussian_alpha_star(n), n), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(at.gradient_fraction(at.cosine_alpha_star(n, 64), n, 64), 1.0, rtol=1e-12)
+    assert np.all(at.gradient_fraction(np.array([0.3, 3.0]), 4096.0) < 1)
+
+
+def test_best_causal_scale_against_a_scan():
+    L = 256
+    alpha, n_ref, share = at.best_causal_scale(L)
+    positions = np.arange(2, L + 1)
+    scan = np.linspace(0.5, 3.0, 2501)
+    shares = [np.maximum(at.gradient_fraction(a, positions), 0).mean() for a in scan]
+    assert alpha == pytest.approx(scan[int(np.argmax(shares))], abs=2e-3)
+    assert max(shares) - 1e-12 <= share <= max(shares) + 1e-5  # the scan is discretized
+    assert float(at.gaussian_alpha_star(n_ref)) == pytest.approx(alpha, rel=1e-12)
+
+
+def test_relu_fit_matches_closed_form():
+    rng = np.random.default_rng(2)
+    scores, values = at.retrieval_task(500, 512, rng, distractor_mean=-1.0)
+    u = np.sum(np.maximum(scores, 0) ** 2 * values, axis=-1) / 512
+    for kind in ("relu2_n", "relu2_fixed"):
+        theta = at.fit_attention_parameter(kind, scores, values)
+        assert 1 / theta == pytest.approx(u.mean() / np.mean(u**2), rel=1e-6)

@@ -1,0 +1,142 @@
+"""Every public function refuses bad input with an error that names the argument.
+
+For each function a valid call is listed, with the kind of each argument;
+each kind has a set of bad values.  Replacing one argument at a time by a bad
+value must raise ValueError or TypeError whose message contains the
+argument's name: never a NaN, never a traceback from deep inside NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attnscale as at
+
+ROW = np.array([0.3, -1.2, 2.0])
+RNG = np.random.default_rng(0)
+
+BAD = {
+    "scores": [
+        ([], ValueError),
+        ([1.0, np.nan], ValueError),
+        ([np.inf, 0.0], ValueError),
+        (["a", "b"], TypeError),
+        ([1 + 2j], TypeError),
+        (None, TypeError),
+    ],
+    "scale": [
+        (-1.0, ValueError),
+        (np.nan, ValueError),
+        (np.inf, ValueError),
+        ("big", TypeError),
+        ([], ValueError),
+        (None, TypeError),
+    ],
+    "keys": [
+        (1.0, ValueError),
+        (0, ValueError),
+        (-3.0, ValueError),
+        (np.nan, ValueError),
+        (np.inf, ValueError),
+        ("many", TypeError),
+        ([], ValueError),
+    ],
+    "dimension": [
+        (1.0, ValueError),
+        (0.5, ValueError),
+        (np.nan, ValueError),
+        ("wide", TypeError),
+        ([], ValueError),
+    ],
+    "count": [(0, ValueError), (1.5, TypeError), (True, TypeError), ("3", TypeError)],
+    "length": [(1, ValueError), (2.5, TypeError), (None, TypeError)],
+}
+
+# function, valid keyword arguments, the kind of each argument to corrupt
+CALLS = [
+    (at.softmax, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
+    (at.softmax_jacobian, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
+    (at.gradient_l1, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
+    (at.gradient_objective, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
+    (at.collision_probability, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
+    (at.renyi2_entropy, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
+    (at.softmax_entropy, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
+    (at.gaussian_log_mgf, dict(alpha=1.0), dict(alpha="scale")),
+    (at.gaussian_objective, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
+    (at.gaussian_alpha_star, dict(n=40), dict(n="keys")),
+    (at.gaussian_meanfield_entropy, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
+    (at.cosine_density, dict(s=0.3, d=16), dict(d="dimension")),
+    (at.cosine_log_mgf, dict(alpha=1.0, d=16), dict(alpha="scale", d="dimension")),
+    (at.cosine_objective, dict(alpha=1.0, n=40, d=16), dict(alpha="scale", n="keys", d="dimension")),
+    (at.cosine_alpha_star, dict(n=40, d=16), dict(n="keys", d="dimension")),
+    (at.special.cosine_log_mgf_parts, dict(alpha=1.0, d=16), dict(alpha="scale", d="dimension")),
+    (at.gradient_fraction, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
+    (at.gradient_fraction, dict(alpha=1.0, n=40, d=16), dict(d="dimension")),
+    (at.best_causal_scale, dict(max_length=64), dict(max_length="length")),
+    (at.entropy_invariant_scale, dict(n=40, d=16), dict(n="keys")),
+    (at.entropy_matching_scale, dict(n=40, alpha_train=1.0), dict(n="keys", alpha_train="scale")),
+    (at.sample_gaussian_scores, dict(samples=2, n=4, rng=RNG), dict(samples="count", n="count")),
+    (at.sample_cosine_scores, dict(samples=2, n=4, d=8, rng=RNG), dict(samples="count", d="dimension")),
+    (at.sampled_objective, dict(scores=np.ones((2, 3)), alphas=[1.0]), dict(scores="scores", alphas="scale")),
+    (at.retrieval_task, dict(samples=2, n=4, rng=RNG), dict(samples="count", n="count", signal="scale")),
+]
+
+CASES = [
+    pytest.param(function, kwargs, name, bad, error, id=f"{function.__name__}-{name}-{k}")
+    for function, kwargs, kinds in CALLS
+    for name, kind in kinds.items()
+    for k, (bad, error) in enumerate(BAD[kind])
+]
+
+
+@pytest.mark.parametrize(("function", "kwargs", "name", "bad", "error"), CASES)
+def test_bad_argument_is_refused(function, kwargs, name, bad, error):
+    with pytest.raises(error) as caught:
+        function(**{**kwargs, name: bad})
+    assert name in str(caught.value), f"the message does not name '{name}': {caught.value}"
+
+
+@pytest.mark.parametrize(("function", "kwargs", "kinds"), CALLS, ids=lambda x: getattr(x, "__name__", ""))
+def test_valid_call_is_finite(function, kwargs, kinds):
+    result = function(**kwargs)
+    values = result if isinstance(result, tuple) else (result,)
+    for value in values:
+        assert np.all(np.isfinite(np.asarray(value, dtype=float)))
+
+
+def test_every_public_function_is_covered():
+    covered = {function.__name__ for function, _, _ in CALLS}
+    public = {
+        name for name in at.__all__ if callable(getattr(at, name)) and not isinstance(getattr(at, name), type)
+    }
+    not_numeric = {
+        "check_close",
+        "check_true",
+        "use_book_style",
+        "retrieval_error",
+        "fit_attention_parameter",
+    }
+    assert public - not_numeric <= covered, sorted(public - not_numeric - covered)
+
+
+def test_entropy_invariant_scale_domain():
+    with pytest.raises(ValueError, match="d must be >= 1"):
+        at.entropy_invariant_scale(40, 0.5)
+    with pytest.raises(ValueError, match="train_length must be >= 2"):
+        at.entropy_invariant_scale(40, 64, train_length=1)
+    assert at.entropy_invariant_scale(512, 64) == pytest.approx(1 / 8)
+    assert at.entropy_invariant_scale(512**2, 64) == pytest.approx(2 / 8)
+
+
+def test_cosine_density_domain():
+    with pytest.raises(ValueError, match="s must lie in"):
+        at.cosine_density(1.5, 8)
+
+
+def test_retrieval_helpers_refuse_bad_kind_and_theta():
+    scores, values = at.retrieval_task(3, 8, RNG)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        at.retrieval_error("gelu", 1.0, scores, values)
+    with pytest.raises(ValueError, match="theta"):
+        at.retrieval_error("softmax", -1.0, scores, values)
