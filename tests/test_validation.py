@@ -50,6 +50,14 @@ BAD = {
         ([], ValueError),
     ],
     "count": [(0, ValueError), (1.5, TypeError), (True, TypeError), ("3", TypeError)],
+    "fan": [(0.5, ValueError), (0, ValueError), (np.nan, ValueError), ("wide", TypeError), ([], ValueError)],
+    "std": [
+        (-1.0, ValueError),
+        (np.nan, ValueError),
+        (np.inf, ValueError),
+        ("big", TypeError),
+        ([], ValueError),
+    ],
     "length": [(1, ValueError), (2.5, TypeError), (None, TypeError)],
 }
 
@@ -80,6 +88,20 @@ CALLS = [
     (at.sample_cosine_scores, dict(samples=2, n=4, d=8, rng=RNG), dict(samples="count", d="dimension")),
     (at.sampled_objective, dict(scores=np.ones((2, 3)), alphas=[1.0]), dict(scores="scores", alphas="scale")),
     (at.retrieval_task, dict(samples=2, n=4, rng=RNG), dict(samples="count", n="count", signal="scale")),
+    (at.xavier_std, dict(fan_in=4, fan_out=8), dict(fan_in="fan", fan_out="fan")),
+    (at.he_std, dict(fan_in=4), dict(fan_in="fan")),
+    (at.uniform_bound, dict(std=0.5), dict(std="scale")),
+    (at.truncated_normal_std, dict(cut=2.0), dict(cut="scale")),
+    (
+        at.layer_second_moments,
+        dict(architecture="plain-he", depth=3, width=8, rng=RNG),
+        dict(depth="count", width="count"),
+    ),
+    (
+        at.activation_second_moments,
+        dict(activation=np.tanh, depth=3, width=8, rng=RNG),
+        dict(depth="count", width="count", weight_std="std"),
+    ),
 ]
 
 CASES = [
@@ -116,6 +138,8 @@ def test_every_public_function_is_covered():
         "use_book_style",
         "retrieval_error",
         "fit_attention_parameter",
+        "activation_second_moment",  # takes a callable: see test_activation_must_be_callable
+        "selu_constants",  # no arguments
     }
     assert public - not_numeric <= covered, sorted(public - not_numeric - covered)
 
@@ -140,3 +164,10 @@ def test_retrieval_helpers_refuse_bad_kind_and_theta():
         at.retrieval_error("gelu", 1.0, scores, values)
     with pytest.raises(ValueError, match="theta"):
         at.retrieval_error("softmax", -1.0, scores, values)
+
+
+def test_activation_must_be_callable():
+    with pytest.raises(TypeError, match="activation must be callable"):
+        at.activation_second_moment(3.0)
+    with pytest.raises(TypeError, match="activation must be callable"):
+        at.activation_second_moments("relu", 3, 8, RNG)

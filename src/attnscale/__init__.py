@@ -8,6 +8,7 @@ names in its docstring the equation of the book it implements.
 from .checks import CheckFailed, check_close, check_true
 from .cosine import cosine_alpha_star, cosine_density, cosine_log_mgf, cosine_objective
 from .decoder import best_causal_scale, gradient_fraction
+from .deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments
 from .entropy import (
     entropy_invariant_scale,
     entropy_matching_scale,
@@ -15,6 +16,14 @@ from .entropy import (
     softmax_entropy,
 )
 from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
+from .initialization import (
+    activation_second_moment,
+    he_std,
+    selu_constants,
+    truncated_normal_std,
+    uniform_bound,
+    xavier_std,
+)
 from .montecarlo import sample_cosine_scores, sample_gaussian_scores, sampled_objective
 from .plotting import use_book_style
 from .softmax import (
@@ -30,8 +39,11 @@ from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retr
 __version__ = "0.1.0"
 
 __all__ = [
+    "ARCHITECTURES",
     "ATTENTIONS",
     "CheckFailed",
+    "activation_second_moment",
+    "activation_second_moments",
     "best_causal_scale",
     "check_close",
     "check_true",
@@ -50,14 +62,20 @@ __all__ = [
     "gradient_fraction",
     "gradient_l1",
     "gradient_objective",
+    "he_std",
+    "layer_second_moments",
     "renyi2_entropy",
     "retrieval_error",
     "retrieval_task",
     "sample_cosine_scores",
     "sample_gaussian_scores",
     "sampled_objective",
+    "selu_constants",
     "softmax",
     "softmax_entropy",
     "softmax_jacobian",
+    "truncated_normal_std",
+    "uniform_bound",
     "use_book_style",
+    "xavier_std",
 ]

@@ -1,0 +1,185 @@
+r"""Deep random networks at initialization: second moments layer by layer.
+
+Chapter *Initialization*.  A batch of standard normal inputs is pushed
+through ``depth`` random layers of width ``width``; a standard normal
+upstream gradient is pushed back.  The mean square of the activations and
+of the gradients is recorded at every layer.  Everything is plain NumPy
+with seeded randomness.
+
+Architectures (:data:`ARCHITECTURES`):
+
+``plain-naive``, ``plain-xavier``, ``plain-he``
+    :math:`x_{l+1} = \operatorname{relu}(W_l x_l)` with weight standard
+    deviation 1, :math:`\sqrt{1/m}` (Xavier for a square layer) and
+    :math:`\sqrt{2/m}` (He).
+``residual``
+    :math:`x_{l+1} = x_l + F_l(x_l)` without normalization.
+``post-norm``
+    :math:`x_{l+1} = \operatorname{RMSNorm}(x_l + F_l(x_l))`.
+``pre-norm``
+    :math:`x_{l+1} = x_l + F_l(\operatorname{RMSNorm}(x_l))`.
+``rezero``
+    :math:`x_{l+1} = x_l + a_l F_l(x_l)` with :math:`a_l = 0` at initialization.
+
+The residual branch is :math:`F(x) = V\operatorname{relu}(Ux)` with He-scaled
+:math:`U` and Xavier-scaled :math:`V`, so that it preserves the second moment
+of its input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _validate
+from .montecarlo import _count
+
+__all__ = ["ARCHITECTURES", "activation_second_moments", "layer_second_moments"]
+
+ARCHITECTURES = (
+    "plain-naive",
+    "plain-xavier",
+    "plain-he",
+    "residual",
+    "post-norm",
+    "pre-norm",
+    "rezero",
+)
+
+
+def _rms_norm(x):
+    rms = np.sqrt(np.mean(x * x, axis=-1, keepdims=True))
+    return x / rms, rms
+
+
+def _rms_norm_backward(grad_y, y, rms):
+    """Gradient through y = x / rms(x): (g - y mean(g y)) / rms."""
+    return (grad_y - y * np.mean(grad_y * y, axis=-1, keepdims=True)) / rms
+
+
+def _build(architecture, depth, width, rng):
+    """Random weights of every layer."""
+    plain_std = {"plain-naive": 1.0, "plain-xavier": np.sqrt(1.0 / width), "plain-he": np.sqrt(2.0 / width)}
+    if architecture in plain_std:
+        return [plain_std[architecture] * rng.standard_normal((width, width)) for _ in range(depth)]
+    return [
+        (
+            np.sqrt(2.0 / width) * rng.standard_normal((width, width)),
+            np.sqrt(1.0 / width) * rng.standard_normal((width, width)),
+        )
+        for _ in range(depth)
+    ]
+
+
+def _forward(architecture, weights, x, branch_scale):
+    """Activations of every layer and what the backward pass needs."""
+    activations, cache = [x], []
+    for layer in weights:
+        if architecture.startswith("plain"):
+            h = x @ layer
+            cache.append(h)
+            x = np.maximum(h, 0.0)
+        else:
+            u, v = layer
+            branch_in, rms_in = _rms_norm(x) if architecture == "pre-norm" else (x, None)
+            hidden = branch_in @ u
+            gain = branch_scale if architecture == "rezero" else 1.0
+            total = x + gain * (np.maximum(hidden, 0.0) @ v)
+            x, rms_out = _rms_norm(total) if architecture == "post-norm" else (total, None)
+            cache.append((hidden, branch_in, rms_in, x, rms_out, gain))
+        activations.append(x)
+    return activations, cache
+
+
+def _backward(architecture, weights, cache, grad):
+    """Gradients with respect to every layer's input, last layer first."""
+    grads = [grad]
+    for layer, entry in zip(reversed(weights), reversed(cache), strict=True):
+        if architecture.startswith("plain"):
+            grad = (grad * (entry > 0)) @ layer.T
+        else:
+            u, v = layer
+            hidden, branch_in, rms_in, out, rms_out, gain = entry
+            if architecture == "post-norm":
+                grad = _rms_norm_backward(grad, out, rms_out)
+            through_branch = ((gain * grad @ v.T) * (hidden > 0)) @ u.T
+            if architecture == "pre-norm":
+                through_branch = _rms_norm_backward(through_branch, branch_in, rms_in)
+            grad = grad + through_branch
+        grads.append(grad)
+    return grads[::-1]
+
+
+def layer_second_moments(architecture, depth, width, rng, samples=64, branch_scale=0.0):
+    r"""Mean squares of activations and gradients at every layer of a random network.
+
+    Parameters
+    ----------
+    architecture : str
+        One of :data:`ARCHITECTURES`.
+    depth : int
+        Number of layers, ``>= 1``.
+    width : int
+        Units per layer, ``>= 2``.
+    rng : numpy.random.Generator
+        Source of randomness (weights, inputs, upstream gradient).
+    samples : int, optional
+        Batch size.
+    branch_scale : float, optional
+        For ``rezero``: the value :math:`a_l` of every branch factor (0 at
+        initialization; a warm-up raises it towards 1 during training).
+
+    Returns
+    -------
+    forward : numpy.ndarray
+        ``forward[l]`` is :math:`\mathbb E[x_l^2]`, for :math:`l = 0 \dots` ``depth``.
+    backward : numpy.ndarray
+        ``backward[l]`` is the mean square of :math:`\partial \mathcal L / \partial x_l` for
+        a loss whose gradient at the output is standard normal.
+    """
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {architecture!r}")
+    depth, width = _count(depth, "depth"), _count(width, "width", 2)
+    samples = _count(samples, "samples")
+    branch_scale = float(_validate.real_array(branch_scale, "branch_scale"))
+    weights = _build(architecture, depth, width, rng)
+    activations, cache = _forward(architecture, weights, rng.standard_normal((samples, width)), branch_scale)
+    grads = _backward(architecture, weights, cache, rng.standard_normal((samples, width)))
+    return (np.array([np.mean(a * a) for a in activations]), np.array([np.mean(g * g) for g in grads]))
+
+
+def activation_second_moments(activation, depth, width, rng, weight_std=None, samples=64):
+    r"""Forward second moments of a plain network with any activation.
+
+    :math:`x_{l+1} = f(W_l x_l)` with weights of standard deviation
+    ``weight_std`` (default :math:`\sqrt{1/m}`, which keeps
+    :math:`\mathbb E[h^2] = \mathbb E[x^2]` before the activation).
+
+    Parameters
+    ----------
+    activation : callable
+        Vectorized activation :math:`f`.
+    depth, width : int
+        Layers (``>= 1``) and units (``>= 2``).
+    rng : numpy.random.Generator
+        Source of randomness.
+    weight_std : float, optional
+        Standard deviation of the weights.
+    samples : int, optional
+        Batch size.
+
+    Returns
+    -------
+    numpy.ndarray
+        :math:`\mathbb E[x_l^2]` for :math:`l = 0 \dots` ``depth``.
+    """
+    if not callable(activation):
+        raise TypeError(f"activation must be callable, got {type(activation).__name__}")
+    depth, width = _count(depth, "depth"), _count(width, "width", 2)
+    samples = _count(samples, "samples")
+    std = np.sqrt(1.0 / width) if weight_std is None else float(_validate.scale(weight_std, "weight_std"))
+    x = rng.standard_normal((samples, width))
+    moments = [np.mean(x * x)]
+    for _ in range(depth):
+        x = activation(x @ (std * rng.standard_normal((width, width))))
+        moments.append(np.mean(x * x))
+    return np.array(moments)

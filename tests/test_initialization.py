@@ -1,0 +1,69 @@
+"""Initialization helpers and the deep-network simulator against independent routes."""
+
+from __future__ import annotations
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import attnscale as at
+from attnscale import deepnet
+
+
+def test_truncated_normal_std_against_mpmath():
+    for cut in (0.5, 1.0, 2.0, 3.0):
+        with mp.workdps(40):
+            c = mp.mpf(cut)
+            mass = mp.quad(lambda x: mp.npdf(x), [-c, c])
+            var = mp.quad(lambda x: x * x * mp.npdf(x), [-c, c]) / mass
+        assert float(at.truncated_normal_std(cut)) == pytest.approx(float(mp.sqrt(var)), rel=1e-14)
+
+
+def test_selu_constants_match_the_published_values():
+    scale, alpha = at.selu_constants()
+    assert scale == pytest.approx(1.0507009873554805, rel=1e-13)
+    assert alpha == pytest.approx(1.6732632423543772, rel=1e-13)
+
+
+def test_activation_second_moment_against_mpmath():
+    with mp.workdps(30):
+        exact = mp.quad(lambda x: mp.tanh(x) ** 2 * mp.npdf(x), [-mp.inf, 0, mp.inf])
+    assert at.activation_second_moment(np.tanh) == pytest.approx(float(exact), rel=1e-11)
+
+
+def test_simple_stds():
+    assert float(at.xavier_std(100, 300)) == pytest.approx(np.sqrt(2 / 400))
+    assert float(at.he_std(128)) == pytest.approx(np.sqrt(2 / 128))
+    assert float(at.uniform_bound(1.0)) == pytest.approx(np.sqrt(3))
+
+
+@pytest.mark.parametrize("architecture", deepnet.ARCHITECTURES)
+def test_backward_pass_matches_finite_differences(architecture):
+    """<grad, v> equals the directional derivative of <g, f(x)> along v."""
+    rng = np.random.default_rng(1)
+    depth, width = 4, 16
+    weights = deepnet._build(architecture, depth, width, rng)
+    x = rng.standard_normal((3, width))
+    g = rng.standard_normal((3, width))
+    v = rng.standard_normal((3, width))
+    scale = 0.7 if architecture == "rezero" else 0.0
+    _, cache = deepnet._forward(architecture, weights, x, scale)
+    grad_x = deepnet._backward(architecture, weights, cache, g)[0]
+
+    def loss(inputs):
+        return float(np.sum(g * deepnet._forward(architecture, weights, inputs, scale)[0][-1]))
+
+    h = 1e-6
+    numeric = (loss(x + h * v) - loss(x - h * v)) / (2 * h)
+    assert float(np.sum(grad_x * v)) == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+
+
+def test_pre_norm_grows_linearly_on_average():
+    rng = np.random.default_rng(3)
+    ends = [at.layer_second_moments("pre-norm", 20, 128, rng)[0][-1] for _ in range(6)]
+    assert np.mean(ends) == pytest.approx(21.0, rel=0.15)
+
+
+def test_architecture_is_checked():
+    with pytest.raises(ValueError, match="architecture must be one of"):
+        at.layer_second_moments("mlp", 3, 8, np.random.default_rng(0))
