@@ -92,6 +92,12 @@ CALLS = [
     (at.he_std, dict(fan_in=4), dict(fan_in="fan")),
     (at.uniform_bound, dict(std=0.5), dict(std="scale")),
     (at.truncated_normal_std, dict(cut=2.0), dict(cut="scale")),
+    (at.standard_scale, dict(d=64), dict(d="fan")),
+    (at.logn_beyond_training_scale, dict(n=40, d=16, train_length=512), dict(n="keys", d="fan")),
+    (at.yarn_scale, dict(n=40, d=16, train_length=512), dict(n="keys", d="fan")),
+    (at.scalable_softmax_scale, dict(n=40, d=16, s=0.2), dict(n="keys", d="fan", s="scale")),
+    (at.qknorm_initial_scale, dict(train_length=512), dict(train_length="keys")),
+    (at.recommend_scale, dict(d=64, n=40), dict(d="dimension", n="keys")),
     (
         at.layer_second_moments,
         dict(architecture="plain-he", depth=3, width=8, rng=RNG),
@@ -122,6 +128,8 @@ def test_bad_argument_is_refused(function, kwargs, name, bad, error):
 @pytest.mark.parametrize(("function", "kwargs", "kinds"), CALLS, ids=lambda x: getattr(x, "__name__", ""))
 def test_valid_call_is_finite(function, kwargs, kinds):
     result = function(**kwargs)
+    if isinstance(result, at.Recommendation):
+        result = tuple(e.scale for e in result.entries)
     values = result if isinstance(result, tuple) else (result,)
     for value in values:
         assert np.all(np.isfinite(np.asarray(value, dtype=float)))

@@ -26,6 +26,16 @@ from .initialization import (
 )
 from .montecarlo import sample_cosine_scores, sample_gaussian_scores, sampled_objective
 from .plotting import use_book_style
+from .recipes import (
+    Recommendation,
+    ScaleEntry,
+    logn_beyond_training_scale,
+    qknorm_initial_scale,
+    recommend_scale,
+    scalable_softmax_scale,
+    standard_scale,
+    yarn_scale,
+)
 from .softmax import (
     collision_probability,
     gradient_l1,
@@ -42,6 +52,8 @@ __all__ = [
     "ARCHITECTURES",
     "ATTENTIONS",
     "CheckFailed",
+    "Recommendation",
+    "ScaleEntry",
     "activation_second_moment",
     "activation_second_moments",
     "best_causal_scale",
@@ -64,18 +76,24 @@ __all__ = [
     "gradient_objective",
     "he_std",
     "layer_second_moments",
+    "logn_beyond_training_scale",
+    "qknorm_initial_scale",
+    "recommend_scale",
     "renyi2_entropy",
     "retrieval_error",
     "retrieval_task",
     "sample_cosine_scores",
     "sample_gaussian_scores",
     "sampled_objective",
+    "scalable_softmax_scale",
     "selu_constants",
     "softmax",
     "softmax_entropy",
     "softmax_jacobian",
+    "standard_scale",
     "truncated_normal_std",
     "uniform_bound",
     "use_book_style",
     "xavier_std",
+    "yarn_scale",
 ]

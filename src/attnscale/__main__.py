@@ -1,0 +1,58 @@
+"""Command line: ``python -m attnscale scale --d 128 --n 4096 [--cosine] [--causal] [--train-length 512]``.
+
+Prints every criterion's scale for the setting as a table.  Bad arguments
+give a one-line error on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .recipes import recommend_scale
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, without the usage text."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="python -m attnscale",
+        description="Attention scale calculator from 'The Scale of Attention'.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    scale = commands.add_parser("scale", help="every criterion's scale for one setting")
+    scale.add_argument("--d", type=float, required=True, help="head dimension (>= 2)")
+    scale.add_argument(
+        "--n", type=float, required=True, help="number of keys, or the longest sequence if --causal"
+    )
+    scale.add_argument("--cosine", action="store_true", help="scores are cosines of normalized q and k")
+    scale.add_argument("--causal", action="store_true", help="one scale for every position of a decoder")
+    scale.add_argument("--train-length", type=float, default=None, help="training length, for length rules")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)  # exits with status 2 and a one-line message on bad syntax
+    try:
+        recommendation = recommend_scale(
+            args.d,
+            args.n,
+            scores="cosine" if args.cosine else "dot",
+            causal=args.causal,
+            train_length=args.train_length,
+        )
+    except (ValueError, TypeError) as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
+    print(recommendation.table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
