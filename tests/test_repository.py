@@ -157,3 +157,10 @@ def test_chapter_code_fits_the_page():
             elif inside and len(line) > 79:
                 long_lines.append(f"{path.name}:{number} ({len(line)} characters)")
     assert long_lines == []
+
+
+def test_chapter_titles_have_no_tex():
+    """Titles appear in the navigation of every page, including pages without MathJax."""
+    for path in (ROOT / "book").glob("*.md"):
+        title = next(line for line in path.read_text().splitlines() if line.startswith("# "))
+        assert "$" not in title and "\\" not in title, f"{path.name}: {title}"

@@ -1,0 +1,29 @@
+"""Small fixes to what the theme and extensions put on every page.
+
+* Inline scripts registered by extensions (sphinx-thebe's configuration,
+  sphinx-togglebutton's selector) reach the page twice, once with the file
+  name ``None`` and once with ``""``, so Sphinx does not see them as equal;
+  a page then declares ``const THEBE_JS_URL`` twice and the browser reports
+  a SyntaxError.  Identical inline scripts are kept once.
+"""
+
+from __future__ import annotations
+
+
+def _dedupe_inline_scripts(app, pagename, templatename, context, doctree):
+    seen, kept = set(), []
+    for script in context.get("script_files", []):
+        body = getattr(script, "attributes", {}).get("body")
+        key = (getattr(script, "filename", None) or "", body)  # None and "" both mean inline
+        if body and key in seen:
+            continue
+        seen.add(key)
+        kept.append(script)
+    if "script_files" in context:
+        context["script_files"][:] = kept
+
+
+def setup(app):
+    # early: html-page-context stops at the first handler that returns a value
+    app.connect("html-page-context", _dedupe_inline_scripts, priority=50)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
