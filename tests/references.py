@@ -1,4 +1,4 @@
-"""Independent high-precision references (mpmath) for the tests.
+"""Independent high-precision references (mpmath, 50 digits) for the tests.
 
 Nothing here shares code with attnscale: the cosine moment generating
 function comes from mpmath's hypergeometric series where that converges
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import mpmath as mp
 
-DPS = 40
+DPS = 50
 
 
 def cosine_mgf_parts(d, alpha, dps=DPS):

@@ -82,3 +82,24 @@ def test_relu_fit_matches_closed_form():
     for kind in ("relu2_n", "relu2_fixed"):
         theta = at.fit_attention_parameter(kind, scores, values)
         assert 1 / theta == pytest.approx(u.mean() / np.mean(u**2), rel=1e-6)
+
+
+def test_retrieval_error_matches_the_definitions():
+    rng = np.random.default_rng(5)
+    scores, values = at.retrieval_task(40, 64, rng, distractor_mean=-1.0)
+    theta, L = 0.7, 512
+    relu2 = np.maximum(scores, 0) ** 2
+
+    def mse(weights):
+        return np.mean((np.sum(weights * values, axis=-1) - 1) ** 2)
+
+    expected = {
+        "softmax": mse(at.softmax(scores, theta)),
+        "softmax_logn": mse(at.softmax(scores, theta * np.log(64) / np.log(L))),
+        "relu2_n": mse(relu2 / (theta * 64)),
+        "relu2_fixed": mse(relu2 / (theta * L)),
+    }
+    for kind, value in expected.items():
+        assert at.retrieval_error(kind, theta, scores, values, train_length=L) == pytest.approx(
+            value, rel=1e-12
+        )

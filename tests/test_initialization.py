@@ -67,3 +67,15 @@ def test_pre_norm_grows_linearly_on_average():
 def test_architecture_is_checked():
     with pytest.raises(ValueError, match="architecture must be one of"):
         at.layer_second_moments("mlp", 3, 8, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    ("architecture", "gain"), [("plain-naive", 8 / 2), ("plain-xavier", 1 / 2), ("plain-he", 1.0)]
+)
+def test_plain_networks_scale_the_second_moment_as_derived(architecture, gain):
+    """E[x_{l+1}^2] = m sigma^2 E[relu(h)^2] = (m sigma^2 / 2) E[x_l^2], exactly in expectation."""
+    rng = np.random.default_rng(11)
+    depth, width = 4, 8
+    ends = [at.layer_second_moments(architecture, depth, width, rng, samples=16)[0] for _ in range(3000)]
+    ratio = np.mean([end[-1] / end[0] for end in ends])
+    assert ratio == pytest.approx(gain**depth, rel=0.12)

@@ -1,0 +1,264 @@
+"""Mutation test: do the checks catch small deliberate faults in attnscale?
+
+Each mutant changes one line of the package (a constant, a sign, a dropped
+term, an off-by-one in n, a loosened tolerance or validation).  For each,
+in a scratch copy of the repository:
+
+1. the unit and property tests run (``pytest -m "not book"``);
+2. if they all pass, every chapter is executed as a notebook (the chapter
+   checks).
+
+A mutant is *caught* when either step fails.  The report lists every
+mutant, which step caught it, and the count.  It takes several minutes.
+
+    python benchmarks/mutation.py            # all mutants
+    python benchmarks/mutation.py --only 3 7 # some, by number
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (file under src/attnscale, text to replace, replacement, what the fault is)
+MUTANTS = [
+    (
+        "softmax.py",
+        "jac = -alpha[..., None] * p[..., :, None]",
+        "jac = alpha[..., None] * p[..., :, None]",
+        "flipped sign of the off-diagonal Jacobian",
+    ),
+    (
+        "softmax.py",
+        "return 0.5 * np.abs(jac).sum(axis=(-2, -1))",
+        "return 0.49 * np.abs(jac).sum(axis=(-2, -1))",
+        "changed constant in half the L1 norm",
+    ),
+    (
+        "softmax.py",
+        "np.put_along_axis(others, top, rest, axis=-1)",
+        "pass",
+        "dropped the cancellation-free complement of the top weight",
+    ),
+    (
+        "softmax.py",
+        "np.where(collision < 0.5, -np.log(collision)",
+        "np.where(collision < 0.0, -np.log(collision)",
+        "Renyi entropy always through log1p (precision)",
+    ),
+    ("gaussian.py", "return np.sqrt(w - 0.5)", "return np.sqrt(w - 0.4)", "changed constant in alpha*"),
+    (
+        "gaussian.py",
+        "exponent = alpha * alpha - np.log(n)",
+        "exponent = alpha * alpha - np.log(n + 1)",
+        "off-by-one in n in the Gaussian objective",
+    ),
+    (
+        "cosine.py",
+        "log_mgf, _, _ = _parts(d / 2.0 - 1.0, alpha)",
+        "log_mgf, _, _ = _parts(d / 2.0 - 0.5, alpha)",
+        "wrong Bessel order in the cosine log-MGF",
+    ),
+    (
+        "cosine.py",
+        "return log_ratio + np.log1p(slope) - log_n",
+        "return log_ratio + np.log1p(0.9 * slope) - log_n",
+        "changed factor in the stationarity condition",
+    ),
+    (
+        "cosine.py",
+        "root = increasing_root(condition, lo, hi, rtol=1e-15)",
+        "root = increasing_root(condition, lo, hi, rtol=1e-6)",
+        "loosened root-finder tolerance",
+    ),
+    ("special.py", "(24, {1: 3, 3: -5}),", "(24, {1: 3, 3: -4}),", "wrong Debye coefficient u_1"),
+    ("special.py", "1 / 12\n", "1 / 13\n", "wrong Stirling coefficient"),
+    ("special.py", "+ alpha * 0.5 * p * p + ", "+ ", "dropped a term of 1 - L'(alpha) in the Debye region"),
+    (
+        "special.py",
+        "count = int(np.clip(40 + 5 * np.sqrt(x.max(initial=0.0)), 40, 300))",
+        "count = int(np.clip(10 + 1 * np.sqrt(x.max(initial=0.0)), 10, 60))",
+        "truncated the 0F1 series too early",
+    ),
+    (
+        "entropy.py",
+        "return np.log1p(rest) + spread / (1.0 + rest)",
+        "return np.log1p(rest) + spread / (2.0 + rest)",
+        "wrong normalizer in the row entropy",
+    ),
+    (
+        "entropy.py",
+        "return np.log(n) / np.log(train_length) / np.sqrt(d)",
+        "return np.log(n) / np.log(train_length) / d",
+        "1/d instead of 1/sqrt(d) in the entropy-invariant scale",
+    ),
+    (
+        "initialization.py",
+        "return np.sqrt(1.0 - 2.0 * cut * stats.norm.pdf(cut) / mass)",
+        "return np.sqrt(1.0 - cut * stats.norm.pdf(cut) / mass)",
+        "dropped a factor 2 in the truncated-normal std",
+    ),
+    (
+        "initialization.py",
+        "e2 = np.exp(2.0) * stats.norm.cdf(-2.0)",
+        "e2 = np.exp(2.0) * stats.norm.cdf(-1.0)",
+        "wrong Gaussian integral in SELU's second moment",
+    ),
+    (
+        "decoder.py",
+        "return gaussian_objective(alpha, n) / gaussian_objective(gaussian_alpha_star(n), n)",
+        "return gaussian_objective(alpha, n) / gaussian_objective(gaussian_alpha_star(n + 1), n)",
+        "off-by-one in n in the decoder's best scale",
+    ),
+    (
+        "montecarlo.py",
+        "rest = rng.chisquare(d - 1.0, (samples, n))",
+        "rest = rng.chisquare(d - 2.0, (samples, n))",
+        "wrong degrees of freedom in the cosine sampler",
+    ),
+    (
+        "deepnet.py",
+        '"plain-he": np.sqrt(2.0 / width)}',
+        '"plain-he": np.sqrt(2.2 / width)}',
+        "wrong He constant in the simulator",
+    ),
+    (
+        "recipes.py",
+        "return (0.1 * np.log(stretch) + 1.0) ** 2 * standard_scale(d)",
+        "return (0.2 * np.log(stretch) + 1.0) ** 2 * standard_scale(d)",
+        "wrong YaRN constant",
+    ),
+    (
+        "transfer.py",
+        "return relu2 / (theta * train_length)",
+        "return relu2 / (theta * n)",
+        "relu2_fixed normalizes by the sample length",
+    ),
+    (
+        "_validate.py",
+        'return at_least(value, name, 2.0, what=" (at least two keys)")',
+        'return at_least(value, name, 1.0, what=" (at least two keys)")',
+        "validation of n weakened to n >= 1",
+    ),
+]
+
+COPY = [
+    "src",
+    "tests",
+    "book",
+    "_config.yml",
+    "_toc.yml",
+    "pyproject.toml",
+    "README.md",
+    ".ci",
+    "CITATION.cff",
+]
+
+
+def make_copy(target: Path) -> None:
+    for name in COPY:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__", "_build"))
+        elif source.exists():
+            shutil.copy2(source, target / name)
+
+
+def run_unit_tests(copy: Path, env) -> bool:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-m",
+            "not book",
+            "-p",
+            "no:cacheprovider",
+            "--ignore=tests/test_repository.py",
+            "--ignore=tests/test_citation.py",
+            "tests",
+            "src",
+        ],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+def run_chapter(path: Path, env) -> bool:
+    code = (
+        "import jupytext, sys; from nbclient import NotebookClient\n"
+        f"nb = jupytext.read({str(path)!r})\n"
+        f"resources = {{'metadata': {{'path': {str(path.parent)!r}}}}}\n"
+        "NotebookClient(nb, timeout=600, kernel_name='python3', resources=resources).execute()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    return done.returncode == 0
+
+
+def run_chapters(copy: Path, env) -> list[str]:
+    sys.path.insert(0, str(copy / "tests"))
+    from bookbuild import notebook_chapters
+
+    chapters = notebook_chapters()  # bookbuild of the copy: paths inside the copy
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda p: run_chapter(p, env), chapters))
+    return [p.stem for p, ok in zip(chapters, results, strict=True) if not ok]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only", type=int, nargs="+", default=None, help="run these mutants (1-based numbers)"
+    )
+    args = parser.parse_args()
+    selected = list(enumerate(MUTANTS, start=1))
+    if args.only is not None:
+        selected = [selected[k - 1] for k in args.only]
+    caught = 0
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch)
+        make_copy(copy)
+        env = {**os.environ, "PYTHONPATH": str(copy / "src"), "MPLBACKEND": "Agg"}
+        assert run_unit_tests(copy, env), "the unmutated package fails its unit tests"
+        for number, (filename, old, new, what) in selected:
+            path = copy / "src" / "attnscale" / filename
+            original = path.read_text()
+            assert original.count(old) == 1, (
+                f"mutant {number}: the text to replace is not unique in {filename}"
+            )
+            path.write_text(original.replace(old, new))
+            start = time.perf_counter()
+            try:
+                if not run_unit_tests(copy, env):
+                    verdict = "caught by unit tests"
+                else:
+                    failing = run_chapters(copy, env)
+                    verdict = f"caught by chapters: {', '.join(failing)}" if failing else "SURVIVED"
+            finally:
+                path.write_text(original)
+            caught += verdict != "SURVIVED"
+            print(
+                f"{number:2d}. {filename:18s} {what:58s} {verdict}  ({time.perf_counter() - start:.0f} s)",
+                flush=True,
+            )
+    print(f"\n{caught} of {len(selected)} mutants caught")
+    return 0 if caught == len(selected) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
