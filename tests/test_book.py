@@ -113,6 +113,19 @@ def test_fault_fails_build(tmp_path, fault):
     assert cause in log, f"the build failed, but not because of '{fault}':\n{_tail(log)}"
 
 
+def test_failing_check_names_chapter_check_and_values(tmp_path):
+    """A failing chapter check tells the reader where, what, and which two values disagreed."""
+    text = _add_cell(
+        "import attnscale\nattnscale.check_close(1.25, 1.5, check='injected comparison', rtol=1e-9)"
+    )
+    source, toc = _probe_book(tmp_path, text)
+    result = build_book(source, tmp_path / "out", toc=toc)
+    log = result.stdout + result.stderr
+    assert result.returncode != 0
+    for expected in ("probe.md", "check failed: injected comparison", "got 1.25", "expected 1.5"):
+        assert expected in log, f"the failure output lacks '{expected}':\n{_tail(log)}"
+
+
 def test_no_stale_outputs(tmp_path):
     """A change to imported code shows up on the next build (no execution cache).
 

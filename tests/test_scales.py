@@ -217,3 +217,14 @@ def test_sampled_objective_matches_gradient_objective():
         rtol=1e-10,
         atol=1e-14,
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(log_n=st.floats(np.log(2), np.log(1e12)))
+def test_gaussian_alpha_star_is_a_maximum(log_n):
+    n = np.exp(log_n)
+    star = float(at.gaussian_alpha_star(n))
+    best = float(at.gaussian_objective(star, n))
+    for factor in (1 - 1e-6, 1 + 1e-6, 0.5, 2.0):
+        assert float(at.gaussian_objective(star * factor, n)) <= best
+    assert float(at.gaussian_alpha_star(n * 1.001)) > star
