@@ -5,7 +5,7 @@ Every public function is vectorized over NumPy arrays, validates its input
 names in its docstring the equation of the book it implements.
 """
 
-from .checks import CheckFailed, check_close, check_true
+from .checks import CheckCannotDiscriminate, CheckFailed, check_close, check_true
 from .cosine import cosine_alpha_star, cosine_density, cosine_log_mgf, cosine_objective
 from .decoder import best_causal_scale, gradient_fraction
 from .deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments
@@ -51,6 +51,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ARCHITECTURES",
     "ATTENTIONS",
+    "CheckCannotDiscriminate",
     "CheckFailed",
     "Recommendation",
     "ScaleEntry",

@@ -1,24 +1,76 @@
 """Checks that the book's chapters run, with failure messages a reader can act on.
 
 A chapter's numerical check compares two independent routes to the same
-number.  When it fails, the build log must say *which* check failed and
-*which* two values disagreed; a bare ``assert`` says neither.  These helpers
-raise :class:`AssertionError` with that information, and return the largest
-discrepancy when they pass so the chapter can quote it.
+number, and names the *wrong claim* it rules out: a competing value, the
+formula with one term dropped, a factor of two, the null hypothesis.  A check
+whose tolerance would also let that wrong claim through cannot tell the two
+apart; it fails the build with :class:`CheckCannotDiscriminate`, just as a
+disagreement between the routes fails it with :class:`CheckFailed`.
+
+Every call states either ``rules_out=`` (the alternatives) or ``exempt=``
+(why no alternative exists, e.g. a theorem checked to rounding error where
+any other value is a different theorem).  ``tests/test_checks_audit.py``
+walks every chapter and fails on a check with neither.
+
+When they fail, the messages name the check, the worst index and both values;
+a bare ``assert`` says none of that.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
-__all__ = ["CheckFailed", "check_close", "check_true"]
+__all__ = ["CheckCannotDiscriminate", "CheckFailed", "check_close", "check_true"]
 
 
 class CheckFailed(AssertionError):
     """A chapter check disagreed; the message names the check and both values."""
 
 
-def check_close(actual, desired, *, check: str, rtol: float = 1e-12, atol: float = 0.0) -> float:
+class CheckCannotDiscriminate(CheckFailed):
+    """A check's tolerance would also accept the wrong claim it says it rules out."""
+
+
+def _alternatives(rules_out, exempt, check):
+    if exempt is not None:
+        if not isinstance(exempt, str) or not exempt.strip():
+            raise TypeError(f"{check}: exempt must be a non-empty string saying why no alternative exists")
+        if rules_out is not None:
+            raise TypeError(f"{check}: give either rules_out or exempt, not both")
+        return {}
+    if rules_out is None:
+        return {}
+    if not isinstance(rules_out, Mapping) or not rules_out:
+        raise TypeError(
+            f"{check}: rules_out must be a non-empty mapping {{short name of the wrong claim: its value}}"
+        )
+    for name in rules_out:
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError(f"{check}: every key of rules_out must be a non-empty string naming the claim")
+    return dict(rules_out)
+
+
+def _compare(actual, desired, rtol, atol):
+    a, b = np.broadcast_arrays(np.asarray(actual, dtype=float), np.asarray(desired, dtype=float))
+    err = np.abs(a - b)
+    allowed = atol + rtol * np.abs(b)
+    bad = ~(err <= allowed)  # a NaN on either side never passes
+    rel = err / np.maximum(np.abs(b), np.finfo(float).tiny)
+    return a, b, err, allowed, bad, rel
+
+
+def check_close(
+    actual,
+    desired,
+    *,
+    check: str,
+    rtol: float = 1e-12,
+    atol: float = 0.0,
+    rules_out: Mapping[str, object] | None = None,
+    exempt: str | None = None,
+) -> float:
     """Assert ``|actual - desired| <= atol + rtol * |desired|`` elementwise.
 
     Parameters
@@ -30,6 +82,14 @@ def check_close(actual, desired, *, check: str, rtol: float = 1e-12, atol: float
     rtol, atol : float
         Tolerances, as in ``numpy.isclose`` but with no tolerance by default
         other than ``rtol=1e-12``.
+    rules_out : mapping of str to array_like, optional
+        The wrong claims this check rules out, each by a short name and the
+        value the claim predicts in place of ``desired``.  If ``actual`` is
+        within the same tolerance of *every* element of an alternative, the
+        check cannot tell the two claims apart and
+        :class:`CheckCannotDiscriminate` is raised.
+    exempt : str, optional
+        Instead of ``rules_out``: why no competing value exists.
 
     Returns
     -------
@@ -41,12 +101,11 @@ def check_close(actual, desired, *, check: str, rtol: float = 1e-12, atol: float
     CheckFailed
         With the check's name, the worst index, both values there and the
         tolerances.
+    CheckCannotDiscriminate
+        When an alternative in ``rules_out`` passes the same tolerance.
     """
-    a, b = np.broadcast_arrays(np.asarray(actual, dtype=float), np.asarray(desired, dtype=float))
-    err = np.abs(a - b)
-    allowed = atol + rtol * np.abs(b)
-    bad = ~(err <= allowed)  # a NaN on either side never passes
-    rel = err / np.maximum(np.abs(b), np.finfo(float).tiny)
+    alternatives = _alternatives(rules_out, exempt, check)
+    a, b, err, allowed, bad, rel = _compare(actual, desired, rtol, atol)
     if np.any(bad):
         worst = int(np.argmax(np.where(bad.ravel(), np.nan_to_num(rel.ravel(), nan=np.inf), -1.0)))
         where = f" at index {tuple(int(i) for i in np.unravel_index(worst, a.shape))}" if a.ndim else ""
@@ -56,12 +115,48 @@ def check_close(actual, desired, *, check: str, rtol: float = 1e-12, atol: float
             f"(|difference| {err.ravel()[worst]:.3e} > allowed {allowed.ravel()[worst]:.3e}; "
             f"rtol={rtol:g}, atol={atol:g}; {int(bad.sum())} of {a.size} values outside)"
         )
+    for name, value in alternatives.items():
+        *_, alt_bad, alt_rel = _compare(actual, value, rtol, atol)
+        if not np.any(alt_bad):
+            raise CheckCannotDiscriminate(
+                f"check cannot discriminate: {check}: the wrong claim '{name}' also passes "
+                f"(rtol={rtol:g}, atol={atol:g}; largest relative distance to it "
+                f"{float(np.max(alt_rel)) if alt_rel.size else 0.0:.3e}); tighten the tolerance or "
+                "compare a quantity that separates the claims"
+            )
     return float(np.max(rel)) if rel.size else 0.0
 
 
-def check_true(condition, *, check: str, detail: str = "") -> None:
-    """Assert that every element of ``condition`` holds, naming the check if not."""
+def check_true(
+    condition,
+    *,
+    check: str,
+    detail: str = "",
+    rules_out: Mapping[str, object] | None = None,
+    exempt: str | None = None,
+) -> None:
+    """Assert that every element of ``condition`` holds, naming the check if not.
+
+    Parameters
+    ----------
+    condition : array_like of bool
+        The claim, evaluated on the computed values.
+    check, detail : str
+        What is being checked, and optional context for the message.
+    rules_out : mapping of str to array_like of bool, optional
+        The same condition evaluated with each wrong claim's value in place
+        of the computed one.  If it also holds everywhere, the condition does
+        not separate the claims and :class:`CheckCannotDiscriminate` is raised.
+    exempt : str, optional
+        Instead of ``rules_out``: why no competing claim exists.
+    """
+    alternatives = _alternatives(rules_out, exempt, check)
     cond = np.asarray(condition, dtype=bool)
     if not np.all(cond):
         extra = f": {detail}" if detail else ""
         raise CheckFailed(f"check failed: {check}{extra} ({int((~cond).sum())} of {cond.size} false)")
+    for name, alt in alternatives.items():
+        if np.all(np.asarray(alt, dtype=bool)):
+            raise CheckCannotDiscriminate(
+                f"check cannot discriminate: {check}: the condition also holds under the wrong claim '{name}'"
+            )
