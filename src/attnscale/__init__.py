@@ -34,7 +34,13 @@ from .initialization import (
     uniform_bound,
     xavier_std,
 )
-from .montecarlo import sample_cosine_scores, sample_gaussian_scores, sampled_objective
+from .montecarlo import (
+    TypicalRowScales,
+    sample_cosine_scores,
+    sample_gaussian_scores,
+    sampled_objective,
+    typical_row_scales,
+)
 from .plotting import use_book_style
 from .recipes import (
     Recommendation,
@@ -66,6 +72,7 @@ __all__ = [
     "Recommendation",
     "ScaleEntry",
     "ScoreLaw",
+    "TypicalRowScales",
     "activation_second_moment",
     "activation_second_moments",
     "best_causal_scale",
@@ -111,6 +118,7 @@ __all__ = [
     "softmax_jacobian",
     "standard_scale",
     "truncated_normal_std",
+    "typical_row_scales",
     "uniform_bound",
     "use_book_style",
     "xavier_std",
