@@ -473,11 +473,11 @@ def _log_power(survival, power):
         return power * np.log1p(-np.minimum(survival, 1.0))
 
 
-_COARSE = 65
+_COARSE = 49
 _EXCEEDANCES = np.array([1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 0.03, 0.1, 0.3, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 
 
-def _adaptive_edges(x, logv, drop=40.0, step=3.0, per_peak=3.0):
+def _adaptive_edges(x, logv, drop=32.0, step=4.0, per_peak=2.0):
     """Outer panel edges where exp(logv) lives, from a coarse sample of it.
 
     Keeps the range where ``logv`` is within ``drop`` of its peak and cuts it
