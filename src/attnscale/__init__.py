@@ -38,6 +38,7 @@ from .recipes import (
 )
 from .softmax import (
     collision_probability,
+    gradient_frobenius,
     gradient_l1,
     gradient_objective,
     renyi2_entropy,
@@ -73,6 +74,7 @@ __all__ = [
     "gaussian_meanfield_entropy",
     "gaussian_objective",
     "gradient_fraction",
+    "gradient_frobenius",
     "gradient_l1",
     "gradient_objective",
     "he_std",
