@@ -23,12 +23,12 @@ the training length and then used unchanged at other lengths:
     :math:`a_j = \operatorname{relu}(s_j)^2 / (\theta L)`, normalization fixed at the training length.
 ``relu2_row``
     :math:`a_j = \operatorname{relu}(s_j)^2 / \sum_k \operatorname{relu}(s_k)^2`, each row
-    normalized by its own sum (the third repair of Su, 2022).  By positive
+    normalized by its own sum (the third repair in Su, 2022).  By positive
     homogeneity :math:`\theta` cancels, so this attention has no free
     parameter; a row whose scores are all :math:`\le 0` gets zero weights
     (output 0) instead of 0/0.
 
-Reference: J. Su, "Softmax or relu²? Attention and length transfer" (2022);
+Reference: J. Su, "Attention goes better with softmax" (Scientific Spaces, 2022);
 W. Hua et al., "Transformer quality in linear time" (FLASH/GAU, ICML 2022).
 """
 
