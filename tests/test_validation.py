@@ -67,6 +67,7 @@ CALLS = [
     (at.softmax_jacobian, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.gradient_l1, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.gradient_objective, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
+    (at.gradient_frobenius, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.collision_probability, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.renyi2_entropy, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.softmax_entropy, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
