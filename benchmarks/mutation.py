@@ -14,6 +14,17 @@ mutant, which step caught it, and the count.  It takes several minutes.
     python benchmarks/mutation.py            # all mutants
     python benchmarks/mutation.py --only 3 7 # some, by number
     python benchmarks/mutation.py --chapters-only   # what the chapter checks catch alone
+    python benchmarks/mutation.py --claims-only     # only the claim mutants below
+    python benchmarks/mutation.py --claims-only --chapter variance
+
+With ``--chapters-only`` (or ``--claims-only``) the *claim mutants* run too:
+each substitutes a plausible wrong claim (a dropped term, a factor of 2,
+a square root for a logarithm, the mean-field value for the exact one) into
+the chapter's own code that produces a value the prose states, and executes
+that chapter alone.  The mutant is caught when one of the chapter's checks
+fails.  A snippet that no longer occurs exactly once in the chapter is
+reported as *stale* (the chapter was rewritten; update the mutant), not
+counted as caught or survived.
 """
 
 from __future__ import annotations
@@ -152,6 +163,11 @@ MUTANTS = [
     ),
 ]
 
+# Claim mutants: (chapter under book/, exact code snippet, replacement, the wrong claim).
+# The snippet must occur exactly once in the chapter; otherwise the mutant is "stale".
+CLAIM_MUTANTS = [
+]
+
 COPY = [
     "src",
     "tests",
@@ -231,16 +247,24 @@ def main():
         action="store_true",
         help="skip the unit tests: how many do the chapters catch alone?",
     )
+    parser.add_argument(
+        "--claims-only", action="store_true", help="run only the claim mutants (chapter code)"
+    )
+    parser.add_argument("--chapter", nargs="+", default=None, help="claim mutants of these chapters only")
     args = parser.parse_args()
-    selected = list(enumerate(MUTANTS, start=1))
-    if args.only is not None:
+    selected = [] if args.claims_only else list(enumerate(MUTANTS, start=1))
+    if args.only is not None and not args.claims_only:
         selected = [selected[k - 1] for k in args.only]
+    claims = []
+    if args.chapters_only or args.claims_only:
+        claims = [m for m in CLAIM_MUTANTS if args.chapter is None or m[0] in args.chapter]
     caught = 0
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch)
         make_copy(copy)
         env = {**os.environ, "PYTHONPATH": str(copy / "src"), "MPLBACKEND": "Agg"}
-        assert run_unit_tests(copy, env), "the unmutated package fails its unit tests"
+        if selected:
+            assert run_unit_tests(copy, env), "the unmutated package fails its unit tests"
         for number, (filename, old, new, what) in selected:
             path = copy / "src" / "attnscale" / filename
             original = path.read_text()
@@ -262,8 +286,44 @@ def main():
                 f"{number:2d}. {filename:18s} {what:58s} {verdict}  ({time.perf_counter() - start:.0f} s)",
                 flush=True,
             )
-    print(f"\n{caught} of {len(selected)} mutants caught")
-    return 0 if caught == len(selected) else 1
+        claim_caught, claim_stale = run_claim_mutants(copy, env, claims)
+    if selected:
+        print(f"\n{caught} of {len(selected)} package mutants caught")
+    if claims:
+        live = len(claims) - claim_stale
+        print(f"{claim_caught} of {live} claim mutants caught by the chapters ({claim_stale} stale)")
+    ok = caught == len(selected) and claim_caught == len(claims) - claim_stale
+    return 0 if ok else 1
+
+
+def run_claim_mutants(copy: Path, env, claims) -> tuple[int, int]:
+    """Substitute each wrong claim into its chapter and run that chapter alone."""
+    caught = stale = 0
+    by_chapter: dict[str, list[int]] = {}
+    for number, (chapter, old, new, what) in enumerate(claims, start=1):
+        path = copy / "book" / f"{chapter}.md"
+        original = path.read_text(encoding="utf-8") if path.exists() else ""
+        start = time.perf_counter()
+        if original.count(old) != 1:
+            verdict = "STALE (snippet not found exactly once)"
+            stale += 1
+        else:
+            path.write_text(original.replace(old, new), encoding="utf-8")
+            try:
+                verdict = "caught" if not run_chapter(path, env) else "SURVIVED"
+            finally:
+                path.write_text(original, encoding="utf-8")
+            caught += verdict == "caught"
+            by_chapter.setdefault(chapter, [0, 0])
+            by_chapter[chapter][0] += verdict == "caught"
+            by_chapter[chapter][1] += 1
+        print(
+            f"C{number:2d}. {chapter:18s} {what:58s} {verdict}  ({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
+    for chapter, (hit, total) in sorted(by_chapter.items()):
+        print(f"    {chapter}: {hit} of {total} claim mutants caught")
+    return caught, stale
 
 
 if __name__ == "__main__":
