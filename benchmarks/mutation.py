@@ -166,6 +166,122 @@ MUTANTS = [
 # Claim mutants: (chapter under book/, exact code snippet, replacement, the wrong claim).
 # The snippet must occur exactly once in the chapter; otherwise the mutant is "stale".
 CLAIM_MUTANTS = [
+    # --- variance
+    (
+        "variance",
+        "mgf = mgf_one**d_sym",
+        "mgf = mgf_one ** (2 * d_sym)",
+        "Var(q.k) = 2d (factor 2)",
+    ),
+    (
+        "variance",
+        "sampled_var.append(dots.var(ddof=1))",
+        "sampled_var.append(dots.std(ddof=1))",
+        "sqrt(d) in place of d (std for variance)",
+    ),
+    (
+        "variance",
+        's = np.einsum("rid,rkd->rk", q, k) / np.sqrt(d)',
+        's = np.einsum("rid,rkd->rk", q, k) / d',
+        "scores divided by d instead of sqrt(d)",
+    ),
+    (
+        "variance",
+        '("unscaled", np.sqrt(d))',
+        '("unscaled", np.log(d))',
+        "log d for sqrt d as the unscaled temperature",
+    ),
+    (
+        "variance",
+        "w_t5 = w_standard / np.sqrt(d_head)",
+        "w_t5 = w_standard / d_head",
+        "T5 initialization smaller by d, not sqrt(d)",
+    ),
+    # --- initialization
+    (
+        "initialization",
+        "xavier_theory = np.array([2 * fan_in, 2 * fan_out]) / (fan_in + fan_out)",
+        "xavier_theory = np.array([fan_in, fan_out]) / (fan_in + fan_out)",
+        "Xavier gains without the factor 2",
+    ),
+    (
+        "initialization",
+        "gamma = 1 / np.sqrt(centred)",
+        "gamma = 4.0",
+        "tweaked sigmoid with the linearization's slope 4",
+    ),
+    (
+        "initialization",
+        "demodulated_w = modulated_w / np.sqrt(np.sum(modulated_w**2, axis=(1, 2), keepdims=True))",
+        "demodulated_w = modulated_w / np.sqrt(np.sum(modulated_w**2, axis=(0, 2), keepdims=True))",
+        "demodulation summed over output channels",
+    ),
+    (
+        "initialization",
+        '"InstanceNorm": normalize(tensor, (2,)),',
+        '"InstanceNorm": normalize(tensor, (0, 2)),',
+        "InstanceNorm statistics over the batch too",
+    ),
+    (
+        "initialization",
+        "g_ntk = inputs.T @ grad_mse(inputs @ draw / np.sqrt(m)) / np.sqrt(m)",
+        "g_ntk = inputs.T @ grad_mse(inputs @ draw / np.sqrt(m))",
+        "NTK gradient without its 1/sqrt(m)",
+    ),
+    (
+        "initialization",
+        '"plain-naive": depth * np.log10(width / 2.0),',
+        '"plain-naive": depth * np.log10(width),',
+        "naive ReLU network without the halving",
+    ),
+    (
+        "initialization",
+        '    1.0 + depth,\n    check="Pre-Norm',
+        '    1.0 + depth / 2,\n    check="Pre-Norm',
+        "Pre-Norm grows like 1 + L/2",
+    ),
+    (
+        "initialization",
+        '    (1 + 1 / depth) ** depth,\n    check="SkipInit',
+        '    1.0 + depth * (1 / depth),\n    check="SkipInit',
+        "SkipInit growth linear, 1 + L a^2",
+    ),
+    (
+        "initialization",
+        '    (1 + 1 / depth) ** depth,\n    check="SkipInit',
+        '    np.e,\n    check="SkipInit',
+        "SkipInit growth at its limit e (mean field in L)",
+    ),
+    (
+        "initialization",
+        '    -depth * np.log10(2.0),\n    check="Post-Norm',
+        '    -depth * np.log10(2.0) / 2,\n    check="Post-Norm',
+        "Post-Norm identity path loses sqrt(2) in second moment",
+    ),
+    (
+        "initialization",
+        "spread_theory = np.sqrt(5 * depth / he_width)",
+        "spread_theory = np.sqrt(depth / he_width)",
+        "Hanin-Nica variance without the 5",
+    ),
+    (
+        "initialization",
+        '    -(spread_theory**2) / 2,\n    check="He, single inputs',
+        '    0.0,\n    check="He, single inputs',
+        "He: no drift of the mean log (mean field)",
+    ),
+    (
+        "initialization",
+        "    depth * np.log1p(a_t**2),\n",
+        "    np.log1p(depth * a_t**2),\n",
+        "warm-up growth linear, 1 + L a_t^2",
+    ),
+    (
+        "initialization",
+        "u_std = np.sqrt(2.0 / m_fix) * (blocks**-0.5 if scaled else 1.0)",
+        "u_std = np.sqrt(2.0 / m_fix) * (blocks**-0.25 if scaled else 1.0)",
+        "Fixup exponent L^(-1/4) for two-layer branches",
+    ),
 ]
 
 COPY = [
@@ -262,7 +378,8 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch)
         make_copy(copy)
-        env = {**os.environ, "PYTHONPATH": str(copy / "src"), "MPLBACKEND": "Agg"}
+        # one BLAS thread per chapter: two chapters run at once on a shared machine
+        env = {**os.environ, "PYTHONPATH": str(copy / "src"), "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1"}
         if selected:
             assert run_unit_tests(copy, env), "the unmutated package fails its unit tests"
         for number, (filename, old, new, what) in selected:

@@ -62,3 +62,11 @@ def test_bad_rules_out_or_exempt_is_a_type_error(kwargs):
         check_close(1.0, 1.0, check="demo", **kwargs)
     with pytest.raises(TypeError, match="demo"):
         check_true(True, check="demo", **kwargs)
+
+
+def test_a_zero_desired_value_or_alternative_raises_no_warning():
+    # pytest turns warnings into errors: an overflow in the relative distance would fail here
+    check_close(1e-3, 0.0, check="zero", atol=1e-2, rules_out={"one": 1.0})
+    with pytest.raises(CheckFailed):
+        check_close(1e300, 0.0, check="far", atol=1.0, exempt="test")
+    check_close(5.0, 5.0, check="zero alternative", atol=1.0, rules_out={"zero": 0.0})
