@@ -379,7 +379,12 @@ def main():
         copy = Path(scratch)
         make_copy(copy)
         # one BLAS thread per chapter: two chapters run at once on a shared machine
-        env = {**os.environ, "PYTHONPATH": str(copy / "src"), "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(copy / "src"),
+            "MPLBACKEND": "Agg",
+            "OPENBLAS_NUM_THREADS": "1",
+        }
         if selected:
             assert run_unit_tests(copy, env), "the unmutated package fails its unit tests"
         for number, (filename, old, new, what) in selected:
@@ -417,6 +422,10 @@ def run_claim_mutants(copy: Path, env, claims) -> tuple[int, int]:
     """Substitute each wrong claim into its chapter and run that chapter alone."""
     caught = stale = 0
     by_chapter: dict[str, list[int]] = {}
+    for chapter in sorted({m[0] for m in claims}):
+        path = copy / "book" / f"{chapter}.md"
+        # a chapter that fails unmutated would "catch" every mutant: refuse to score it
+        assert path.exists() and run_chapter(path, env), f"chapter {chapter} fails without any mutant"
     for number, (chapter, old, new, what) in enumerate(claims, start=1):
         path = copy / "book" / f"{chapter}.md"
         original = path.read_text(encoding="utf-8") if path.exists() else ""

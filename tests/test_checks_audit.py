@@ -117,7 +117,9 @@ def audit_chapter(path):
         try:
             tree = ast.parse(source)
         except SyntaxError as error:
-            chapter.problems.append((first_line + (error.lineno or 1) - 1, f"cell does not parse: {error.msg}"))
+            chapter.problems.append(
+                (first_line + (error.lineno or 1) - 1, f"cell does not parse: {error.msg}")
+            )
             continue
         for node in ast.walk(tree):
             line = first_line + getattr(node, "lineno", 1) - 1
@@ -145,7 +147,10 @@ def audit_chapter(path):
                     chapter.symbolic_asserts += 1
                 else:
                     chapter.problems.append(
-                        (line, "bare numerical assert: make it a check_true/check_close naming the wrong claim")
+                        (
+                            line,
+                            "bare numerical assert: make it a check_true/check_close naming the wrong claim",
+                        )
                     )
     chapter.problems.sort()
     return chapter

@@ -94,7 +94,9 @@ def test_post_norm_identity_path_loses_about_half_per_block():
     rng = np.random.default_rng(6)
     depth = 20
     ratios = [
-        (lambda b: b[0] / b[-1])(at.layer_second_moments("post-norm", depth, 128, rng, through_branches=False)[1])
+        (lambda b: b[0] / b[-1])(
+            at.layer_second_moments("post-norm", depth, 128, rng, through_branches=False)[1]
+        )
         for _ in range(4)
     ]
     per_block = np.exp(np.mean(np.log(ratios)) / depth)
@@ -105,7 +107,9 @@ def test_post_norm_identity_path_loses_about_half_per_block():
 def test_fixup_and_rezero_start_as_the_identity():
     for architecture in ("fixup", "rezero"):
         forward, backward = at.layer_second_moments(architecture, 5, 16, np.random.default_rng(8))
-        assert np.allclose(forward, forward[0], rtol=1e-14) and np.allclose(backward, backward[-1], rtol=1e-14)
+        assert np.allclose(forward, forward[0], rtol=1e-14) and np.allclose(
+            backward, backward[-1], rtol=1e-14
+        )
 
 
 def test_through_branches_must_be_a_bool():

@@ -168,7 +168,9 @@ def layer_second_moments(
     activations, cache = _forward(architecture, weights, rng.standard_normal((samples, width)), branch_scale)
     if not isinstance(through_branches, bool | np.bool_):
         raise TypeError(f"through_branches must be a bool, got {type(through_branches).__name__}")
-    grads = _backward(architecture, weights, cache, rng.standard_normal((samples, width)), bool(through_branches))
+    grads = _backward(
+        architecture, weights, cache, rng.standard_normal((samples, width)), bool(through_branches)
+    )
     return (np.array([np.mean(a * a) for a in activations]), np.array([np.mean(g * g) for g in grads]))
 
 
