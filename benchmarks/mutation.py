@@ -16,6 +16,7 @@ mutant, which step caught it, and the count.  It takes several minutes.
     python benchmarks/mutation.py --chapters-only   # what the chapter checks catch alone
     python benchmarks/mutation.py --claims-only     # only the claim mutants below
     python benchmarks/mutation.py --claims-only --chapter variance
+    python benchmarks/mutation.py --claims-only --only 13 14  # some claim mutants, by number
 
 With ``--chapters-only`` (or ``--claims-only``) the *claim mutants* run too:
 each substitutes a plausible wrong claim (a dropped term, a factor of 2,
@@ -242,20 +243,20 @@ CLAIM_MUTANTS = [
     ),
     (
         "initialization",
-        '    (1 + 1 / depth) ** depth,\n    check="SkipInit',
-        '    1.0 + depth * (1 / depth),\n    check="SkipInit',
+        "    (1 + 1 / skip_depths) ** skip_depths,\n",
+        "    1.0 + skip_depths * (1 / skip_depths),\n",
         "SkipInit growth linear, 1 + L a^2",
     ),
     (
         "initialization",
-        '    (1 + 1 / depth) ** depth,\n    check="SkipInit',
-        '    np.e,\n    check="SkipInit',
+        "    (1 + 1 / skip_depths) ** skip_depths,\n",
+        "    np.e + 0.0 * skip_depths,\n",
         "SkipInit growth at its limit e (mean field in L)",
     ),
     (
         "initialization",
-        '    -depth * np.log10(2.0),\n    check="Post-Norm',
-        '    -depth * np.log10(2.0) / 2,\n    check="Post-Norm',
+        '    0.5,\n    check="Post-Norm',
+        '    2**-0.5,\n    check="Post-Norm',
         "Post-Norm identity path loses sqrt(2) in second moment",
     ),
     (
@@ -356,7 +357,11 @@ def run_chapters(copy: Path, env) -> list[str]:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--only", type=int, nargs="+", default=None, help="run these mutants (1-based numbers)"
+        "--only",
+        type=int,
+        nargs="+",
+        default=None,
+        help="run these mutants (1-based numbers; of the claim mutants with --claims-only)",
     )
     parser.add_argument(
         "--chapters-only",
@@ -373,7 +378,12 @@ def main():
         selected = [selected[k - 1] for k in args.only]
     claims = []
     if args.chapters_only or args.claims_only:
-        claims = [m for m in CLAIM_MUTANTS if args.chapter is None or m[0] in args.chapter]
+        claims = [
+            (k, m)
+            for k, m in enumerate(CLAIM_MUTANTS, start=1)
+            if (args.chapter is None or m[0] in args.chapter)
+            and (not args.claims_only or args.only is None or k in args.only)
+        ]
     caught = 0
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch)
@@ -422,11 +432,11 @@ def run_claim_mutants(copy: Path, env, claims) -> tuple[int, int]:
     """Substitute each wrong claim into its chapter and run that chapter alone."""
     caught = stale = 0
     by_chapter: dict[str, list[int]] = {}
-    for chapter in sorted({m[0] for m in claims}):
+    for chapter in sorted({m[0] for _, m in claims}):
         path = copy / "book" / f"{chapter}.md"
         # a chapter that fails unmutated would "catch" every mutant: refuse to score it
         assert path.exists() and run_chapter(path, env), f"chapter {chapter} fails without any mutant"
-    for number, (chapter, old, new, what) in enumerate(claims, start=1):
+    for number, (chapter, old, new, what) in claims:
         path = copy / "book" / f"{chapter}.md"
         original = path.read_text(encoding="utf-8") if path.exists() else ""
         start = time.perf_counter()
