@@ -57,7 +57,8 @@ def _compare(actual, desired, rtol, atol):
     err = np.abs(a - b)
     allowed = atol + rtol * np.abs(b)
     bad = ~(err <= allowed)  # a NaN on either side never passes
-    rel = err / np.maximum(np.abs(b), np.finfo(float).tiny)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # desired may be 0
+        rel = err / np.maximum(np.abs(b), np.finfo(float).tiny)
     return a, b, err, allowed, bad, rel
 
 
