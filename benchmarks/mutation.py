@@ -283,6 +283,99 @@ CLAIM_MUTANTS = [
         "u_std = np.sqrt(2.0 / m_fix) * (blocks**-0.25 if scaled else 1.0)",
         "Fixup exponent L^(-1/4) for two-layer branches",
     ),
+    # --- softmax-vs-relu2
+    (
+        "softmax-vs-relu2",
+        "    return second / c**2 - 2 * moment[2](signal) / c + 1",
+        "    return second / c**2 - moment[2](signal) / c + 1",
+        "exact relu2 error without the factor 2 in the cross term",
+    ),
+    (
+        "softmax-vs-relu2",
+        "n_cross = {r: 1 + moment[4](signal) / moment[4](mu0) for r, mu0 in regimes.items()}",
+        "n_cross = {r: moment[4](signal) / moment[2](mu0) for r, mu0 in regimes.items()}",
+        "crossover length with m2 of the distractors in place of m4",
+    ),
+    (
+        "softmax-vs-relu2",
+        "omega = 10000.0 ** (-2 * np.arange(d_head // 2) / d_head)",
+        "omega = 10000.0 ** (-np.arange(d_head // 2) / d_head)",
+        "rotary frequencies with exponent -m/d instead of -2m/d",
+    ),
+    (
+        "softmax-vs-relu2",
+        "            logsumexp(lam * rho[np.abs(np.arange(m) - m // 2)])",
+        "            logsumexp(rho[np.abs(np.arange(m) - m // 2)])",
+        "RoPE normalizer without the match strength lambda",
+    ),
+    (
+        "softmax-vs-relu2",
+        "    floor = 1 - moment[2](signal) ** 2 / moment[4](signal)",
+        "    floor = 1 - moment[2](signal) / moment[4](signal)",
+        "relu2 error floor without the square of m2",
+    ),
+    # --- softmax-jacobian
+    (
+        "softmax-jacobian",
+        "    claimed = alpha**2 * (s2 - 2 * s3 + s2**2)",
+        "    claimed = alpha**2 * (s2 - s3 + s2**2)",
+        "Frobenius identity with -sum p^3 instead of -2 sum p^3",
+    ),
+    (
+        "softmax-jacobian",
+        '    f = at.gradient_objective if norm == "L1" else at.gradient_frobenius',
+        "    f = at.gradient_objective",
+        "Frobenius-best scale computed with the L1 objective",
+    ),
+    (
+        "softmax-jacobian",
+        "bound = 2 * (scores.shape[-1] - 1) * grid * np.exp(-grid * gap)",
+        "bound = 2 * (scores.shape[-1] - 1) * grid * np.exp(-2 * grid * gap)",
+        "decay bound with e^(-2 alpha g)",
+    ),
+    (
+        "softmax-jacobian",
+        "            pairs += alpha * p[i] * p[j] * diff * diff.T",
+        "            pairs += alpha * p[i] * diff * diff.T",
+        "pair decomposition weighted by p_i alone",
+    ),
+    (
+        "softmax-jacobian",
+        "large_end = float(at.gradient_objective(scores, 100.0 / gap).max())",
+        "large_end = float(at.gradient_objective(scores, 1.0 / gap).max())",
+        "large end evaluated at alpha = 1/g",
+    ),
+    # --- gaussian-scores
+    (
+        "gaussian-scores",
+        "    (log_n_big - np.log(log_n_big) - np.log(2))[3:],",
+        "    (log_n_big - np.log(log_n_big))[3:],",
+        "asymptotics without the -log 2 term",
+    ),
+    (
+        "gaussian-scores",
+        "    star = float(at.gaussian_alpha_star(m))\n    collision_ratio",
+        "    star = 1.2 * float(at.gaussian_alpha_star(m))\n    collision_ratio",
+        "shares quoted at 1.2 alpha* instead of alpha*",
+    ),
+    (
+        "gaussian-scores",
+        "    return (1 + 2 * a**2) * np.exp(a**2)",
+        "    return (1 + a**2) * np.exp(a**2)",
+        "window from a stationarity condition missing the factor 2",
+    ),
+    (
+        "gaussian-scores",
+        "        a99=reach(m, 0.99),",
+        "        a99=reach(m, 0.9),",
+        "the 99% scale reported as the 90% one",
+    ),
+    (
+        "gaussian-scores",
+        "        limit=limit[m],",
+        "        limit=np.sqrt(2 * np.log(m)),",
+        "the limit taken as sqrt(2 log n) instead of f_g(0)",
+    ),
 ]
 
 COPY = [
