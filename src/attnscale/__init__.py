@@ -31,6 +31,7 @@ from .exact import (
     gaussian_law,
     gradient_limit,
 )
+from .formatting import format_number, format_uncertain
 from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
 from .initialization import (
     activation_second_moment,
@@ -60,6 +61,7 @@ from .recipes import (
 )
 from .softmax import (
     collision_probability,
+    gradient_frobenius,
     gradient_l1,
     gradient_objective,
     renyi2_entropy,
@@ -98,12 +100,15 @@ __all__ = [
     "expected_gradient",
     "expected_max_weight",
     "fit_attention_parameter",
+    "format_number",
+    "format_uncertain",
     "gaussian_alpha_star",
     "gaussian_law",
     "gaussian_log_mgf",
     "gaussian_meanfield_entropy",
     "gaussian_objective",
     "gradient_fraction",
+    "gradient_frobenius",
     "gradient_l1",
     "gradient_limit",
     "gradient_objective",
