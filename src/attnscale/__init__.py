@@ -6,7 +6,13 @@ names in its docstring the equation of the book it implements.
 """
 
 from .checks import CheckCannotDiscriminate, CheckFailed, check_close, check_true
-from .cosine import cosine_alpha_star, cosine_density, cosine_log_mgf, cosine_objective
+from .cosine import (
+    cosine_alpha_star,
+    cosine_alpha_star_large_d,
+    cosine_density,
+    cosine_log_mgf,
+    cosine_objective,
+)
 from .decoder import best_causal_scale, gradient_fraction
 from .deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments
 from .entropy import (
@@ -82,6 +88,7 @@ __all__ = [
     "check_true",
     "collision_probability",
     "cosine_alpha_star",
+    "cosine_alpha_star_large_d",
     "cosine_density",
     "cosine_law",
     "cosine_log_mgf",
