@@ -44,6 +44,15 @@ from .softmax import (
     softmax,
     softmax_jacobian,
 )
+from .training import (
+    TrainingResult,
+    attention_loss_and_gradients,
+    attention_scores,
+    evaluate_attention,
+    init_projections,
+    retrieval_batch,
+    train_attention,
+)
 from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retrieval_task
 
 __version__ = "0.1.0"
@@ -55,8 +64,11 @@ __all__ = [
     "CheckFailed",
     "Recommendation",
     "ScaleEntry",
+    "TrainingResult",
     "activation_second_moment",
     "activation_second_moments",
+    "attention_loss_and_gradients",
+    "attention_scores",
     "best_causal_scale",
     "check_close",
     "check_true",
@@ -67,6 +79,7 @@ __all__ = [
     "cosine_objective",
     "entropy_invariant_scale",
     "entropy_matching_scale",
+    "evaluate_attention",
     "fit_attention_parameter",
     "gaussian_alpha_star",
     "gaussian_log_mgf",
@@ -76,11 +89,13 @@ __all__ = [
     "gradient_l1",
     "gradient_objective",
     "he_std",
+    "init_projections",
     "layer_second_moments",
     "logn_beyond_training_scale",
     "qknorm_initial_scale",
     "recommend_scale",
     "renyi2_entropy",
+    "retrieval_batch",
     "retrieval_error",
     "retrieval_task",
     "sample_cosine_scores",
@@ -92,6 +107,7 @@ __all__ = [
     "softmax_entropy",
     "softmax_jacobian",
     "standard_scale",
+    "train_attention",
     "truncated_normal_std",
     "uniform_bound",
     "use_book_style",
