@@ -164,6 +164,8 @@ def test_every_public_function_is_covered():
         "train_attention",
         "evaluate_attention",
         "attention_loss_and_gradients",
+        "format_number",  # prose formatting: bad input tested in tests/test_formatting.py
+        "format_uncertain",
     }
     assert public - not_numeric <= covered, sorted(public - not_numeric - covered)
 
