@@ -108,6 +108,18 @@ CALLS = [
     (at.scalable_softmax_scale, dict(n=40, d=16, s=0.2), dict(n="keys", d="fan", s="scale")),
     (at.qknorm_initial_scale, dict(train_length=512), dict(train_length="keys")),
     (at.recommend_scale, dict(d=64, n=40), dict(d="dimension", n="keys")),
+    (at.retrieval_batch, dict(replicas=1, batch=2, n=4, m=3, rng=RNG), dict(batch="count", m="count")),
+    (at.init_projections, dict(replicas=1, d=4, m=3, rng=RNG), dict(replicas="count", d="count")),
+    (
+        at.attention_scores,
+        dict(
+            w_query=np.ones((1, 1, 2, 3)),
+            w_key=np.ones((1, 1, 2, 3)),
+            keys=np.ones((1, 2, 4, 3)),
+            queries=np.ones((1, 2, 3)),
+        ),
+        dict(w_query="scores", keys="scores"),
+    ),
     (
         at.layer_second_moments,
         dict(architecture="plain-he", depth=3, width=8, rng=RNG),
@@ -162,6 +174,10 @@ def test_every_public_function_is_covered():
         "fit_attention_parameter",
         "activation_second_moment",  # takes a callable: see test_activation_must_be_callable
         "selu_constants",  # no arguments
+        # return a dataclass, a dict or nested tuples; tests/test_training.py checks their arguments
+        "train_attention",
+        "evaluate_attention",
+        "attention_loss_and_gradients",
         "format_number",  # prose formatting: bad input tested in tests/test_formatting.py
         "format_uncertain",
         "gaussian_law",  # no arguments

@@ -68,6 +68,15 @@ from .softmax import (
     softmax,
     softmax_jacobian,
 )
+from .training import (
+    TrainingResult,
+    attention_loss_and_gradients,
+    attention_scores,
+    evaluate_attention,
+    init_projections,
+    retrieval_batch,
+    train_attention,
+)
 from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retrieval_task
 
 __version__ = "0.1.0"
@@ -80,9 +89,12 @@ __all__ = [
     "Recommendation",
     "ScaleEntry",
     "ScoreLaw",
+    "TrainingResult",
     "TypicalRowScales",
     "activation_second_moment",
     "activation_second_moments",
+    "attention_loss_and_gradients",
+    "attention_scores",
     "best_causal_scale",
     "check_close",
     "check_true",
@@ -95,6 +107,7 @@ __all__ = [
     "cosine_objective",
     "entropy_invariant_scale",
     "entropy_matching_scale",
+    "evaluate_attention",
     "expected_collision",
     "expected_entropy",
     "expected_gradient",
@@ -113,11 +126,13 @@ __all__ = [
     "gradient_limit",
     "gradient_objective",
     "he_std",
+    "init_projections",
     "layer_second_moments",
     "logn_beyond_training_scale",
     "qknorm_initial_scale",
     "recommend_scale",
     "renyi2_entropy",
+    "retrieval_batch",
     "retrieval_error",
     "retrieval_task",
     "sample_cosine_scores",
@@ -129,6 +144,7 @@ __all__ = [
     "softmax_entropy",
     "softmax_jacobian",
     "standard_scale",
+    "train_attention",
     "truncated_normal_std",
     "typical_row_scales",
     "uniform_bound",
