@@ -372,8 +372,8 @@ CLAIM_MUTANTS = [
     ),
     (
         "gaussian-scores",
-        "        limit=limit[m],",
-        "        limit=np.sqrt(2 * np.log(m)),",
+        "limit = {m: at.gradient_limit(m) for m in n_mc}",
+        "limit = {m: np.sqrt(2 * np.log(m)) for m in n_mc}",
         "the limit taken as sqrt(2 log n) instead of f_g(0)",
     ),
 ]
