@@ -157,7 +157,8 @@ def yarn_scale(n, d, train_length, factor=None):
         stretch = _validate.real_array(factor, "factor") * np.ones_like(n)
         if np.any(stretch <= 0):
             raise ValueError("factor must be > 0")
-    return yarn_mscale(stretch) ** 2 * standard_scale(d)
+    stretch = np.maximum(stretch, 1.0)  # get_mscale(s <= 1) = 1
+    return (0.1 * np.log(stretch) + 1.0) ** 2 * standard_scale(d)
 
 
 def longrope_attention_factor(factor, train_length):
