@@ -199,6 +199,23 @@ def test_head_scale_from_entropy_inverts_the_exact_entropy():
 
 
 @needs_exact
+def test_cosine_calibration_agrees_with_sampled_cosines():
+    # independent route: rows of cosines between random directions (the package's sampler)
+    d, length, alpha = 64, 512, 2.0
+    scores = at.sample_cosine_scores(4000, length, d, np.random.default_rng(3))
+    h = at.softmax_entropy(scores, alpha * math.sqrt(d))
+    got = at.head_scale_from_entropy(h.mean(), length, scores="cosine", d=d)
+    # the sampled mean carries an error; translate 4 SE of entropy into scale through the slope
+    from attnscale.exact import expected_entropy
+
+    slope = (
+        expected_entropy(1.01 * alpha * math.sqrt(d), length, scores="cosine", d=d)
+        - expected_entropy(0.99 * alpha * math.sqrt(d), length, scores="cosine", d=d)
+    ) / (0.02 * alpha)
+    assert abs(got - alpha) < 4 * h.std() / math.sqrt(h.size) / abs(slope) + 1e-9
+
+
+@needs_exact
 def test_entropy_matched_scale_keeps_the_reference_entropy():
     length, alpha_l = 512, 2.0
     n = np.array([1024.0, 8192.0])

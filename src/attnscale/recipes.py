@@ -338,29 +338,54 @@ def adaptive_temperature(entropy):
     return np.where(h > 0.5, np.maximum(poly, 1.0), 1.0)
 
 
-def _expected_entropy(alpha, n):
+def _law(scores, d):
+    """Keyword arguments of :func:`attnscale.expected_entropy` and the factor from alpha to its scale."""
+    if scores == "dot" or scores == "gaussian":
+        return {"scores": "gaussian"}, 1.0, 1e3
+    if scores == "cosine":
+        if d is None:
+            raise ValueError("d (the head dimension) is required with scores='cosine'")
+        d = float(_validate.dimension(d))
+        return {"scores": "cosine", "d": d}, float(np.sqrt(d)), 1e4
+    raise ValueError(f"scores must be 'gaussian', 'dot' or 'cosine', got {scores!r}")
+
+
+def _expected_entropy(alpha, n, scores="gaussian", d=None):
+    """E[H] for the unit-score scale alpha (for cosines, alpha sqrt(d) on the cosine)."""
     from .exact import expected_entropy  # the book's exact expectation (Part II)
 
-    return float(expected_entropy(float(alpha), float(n), scores="gaussian"))
+    kwargs, to_law, _ = _law(scores, d)
+    return float(expected_entropy(float(alpha) * to_law, float(n), **kwargs))
 
 
-def _solve_entropy(target, n):
-    """The scale alpha >= 0 with E[H](alpha, n) = target, for 0 < target < log n."""
+def _solve_entropy(target, n, scores="gaussian", d=None):
+    """The unit-score scale alpha >= 0 with E[H](alpha, n) = target, for 0 < target < log n."""
+    _, to_law, cap = _law(scores, d)
+    top = cap / to_law  # the largest scale the exact expectation accepts
+
+    def gap(a):
+        return _expected_entropy(a, n, scores, d) - target
+
     hi = 1.0
-    while _expected_entropy(hi, n) > target:
-        hi *= 2.0
-        if hi > 1e4:  # E[H] -> 0 as alpha grows; a target this small is a freezing head
-            raise ValueError(f"no scale up to 1e4 brings the entropy down to {target:g} nats")
-    return brentq(lambda a: _expected_entropy(a, n) - target, 0.0, hi, xtol=1e-12, rtol=1e-12)
+    while gap(hi) > 0:
+        if hi >= top:
+            raise ValueError(
+                f"no scale up to {top:.4g} brings the entropy down to {target:.4g} nats "
+                "(a head this focused is outside the exact expectation's range)"
+            )
+        hi = min(2.0 * hi, top)
+    return brentq(gap, 0.0, hi, xtol=1e-12, rtol=1e-12)
 
 
-def head_scale_from_entropy(entropy, train_length):
-    r"""The scale :math:`\alpha_L` of a Gaussian-score head whose mean attention entropy is ``entropy``.
+def head_scale_from_entropy(entropy, train_length, scores="gaussian", d=None):
+    r"""The scale :math:`\alpha_L` of a head whose mean attention entropy at :math:`L` keys is ``entropy``.
 
     Solves :math:`\mathbb E[H](\alpha, L) = H_{\text{measured}}` with the
-    book's exact expectation for :math:`L` i.i.d. standard normal scores
-    (:func:`attnscale.expected_entropy`); the expected entropy falls
-    strictly from :math:`\log L` at :math:`\alpha = 0` to 0.
+    book's exact expectation for :math:`L` i.i.d. scores
+    (:func:`attnscale.expected_entropy`): standard normal scores, or cosines
+    of random directions in dimension ``d`` (then :math:`\alpha` is the
+    factor on the unit-variance score :math:`\sqrt d\cos`).  The expected
+    entropy falls strictly from :math:`\log L` at :math:`\alpha = 0`.
 
     Parameters
     ----------
@@ -368,12 +393,16 @@ def head_scale_from_entropy(entropy, train_length):
         Mean attention entropy in nats at the training length, in :math:`(0, \log L)`.
     train_length : float
         :math:`L`, ``>= 2``.
+    scores : {"gaussian", "cosine"}, optional
+        The law of the scores.
+    d : float, optional
+        Head dimension, required with ``scores="cosine"``.
 
     Raises
     ------
     ValueError
         If ``entropy`` is not strictly between 0 and :math:`\log L` (no
-        Gaussian-score head has it).
+        head of that law has it).
     """
     h = _scalar(entropy, "entropy")
     length = _scalar(_validate.at_least(train_length, "train_length", 2.0), "train_length")
@@ -382,11 +411,11 @@ def head_scale_from_entropy(entropy, train_length):
             f"entropy must be between 0 and log(train_length) = {np.log(length):.4g} nats "
             f"(a uniform row over {length:g} keys), got {h:g}"
         )
-    return _solve_entropy(h, length)
+    return _solve_entropy(h, length, scores, d)
 
 
-def entropy_matched_scale(n, train_length, alpha_train=1.0):
-    r"""The scale at :math:`n` keys that keeps the *exact* expected entropy of a Gaussian-score head.
+def entropy_matched_scale(n, train_length, alpha_train=1.0, scores="gaussian", d=None):
+    r"""The scale at :math:`n` keys that keeps the *exact* expected entropy of the head at :math:`L`.
 
     Solves :math:`\mathbb E[H](\alpha_n, n) = \mathbb E[H](\alpha_L, L)`
     (:func:`attnscale.expected_entropy`), the exact counterpart of the
@@ -400,12 +429,16 @@ def entropy_matched_scale(n, train_length, alpha_train=1.0):
     train_length : float
         :math:`L`, ``>= 2``.
     alpha_train : float, optional
-        The head's scale at :math:`L`, ``> 0``.
+        The head's scale at :math:`L` on the unit-variance score, ``> 0``.
+    scores : {"gaussian", "cosine"}, optional
+        The law of the scores (as in :func:`head_scale_from_entropy`).
+    d : float, optional
+        Head dimension, required with ``scores="cosine"``.
 
     Returns
     -------
     numpy.ndarray or float
-        :math:`\alpha_n`, positive.
+        :math:`\alpha_n`, positive, on the unit-variance score.
 
     Raises
     ------
@@ -419,7 +452,7 @@ def entropy_matched_scale(n, train_length, alpha_train=1.0):
     a_l = _scalar(alpha_train, "alpha_train")
     if not a_l > 0:
         raise ValueError(f"alpha_train must be > 0, got {a_l:g}")
-    target = _expected_entropy(a_l, length)
+    target = _expected_entropy(a_l, length, scores, d)
     out = np.empty(n.shape)
     for index, m in np.ndenumerate(n):
         if target >= np.log(m):
@@ -427,7 +460,7 @@ def entropy_matched_scale(n, train_length, alpha_train=1.0):
                 f"no scale keeps the entropy at n = {m:g}: the training entropy {target:.4g} nats "
                 f"exceeds log n = {np.log(m):.4g}, the entropy of a uniform row"
             )
-        out[index] = _solve_entropy(target, m)
+        out[index] = _solve_entropy(target, m, scores, d)
     return out[()] if out.ndim == 0 else out
 
 
@@ -523,9 +556,7 @@ def _optional_positive(value, name):
     return number
 
 
-def recommend_scale(
-    d, n, scores="dot", causal=False, train_length=None, head_entropy=None, head_scale=None
-):
+def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_entropy=None, head_scale=None):
     r"""Every criterion's scale for one setting (the book's scale calculator).
 
     The length rules multiply the head's scale at the training length,
@@ -588,6 +619,7 @@ def recommend_scale(
     if (head_entropy is not None or head_scale is not None) and train_length is None:
         raise ValueError("a measured head (head_entropy or head_scale) needs train_length")
 
+    law = "gaussian" if scores == "dot" else "cosine"
     root = np.sqrt(d)
     # A dot-product recipe lambda (on q.k) becomes alpha = lambda sqrt(d) on the
     # unit score; for cosines the unit score is sqrt(d) cos, so lambda = alpha sqrt(d).
@@ -606,10 +638,10 @@ def recommend_scale(
         alpha_l = head_scale
         notes.append(f"head measured: alpha_L = {alpha_l:.4g} at L = {train_length:g}")
     elif head_entropy is not None:
-        alpha_l = head_scale_from_entropy(head_entropy, train_length)
+        alpha_l = head_scale_from_entropy(head_entropy, train_length, law, d)
         notes.append(
             f"head measured: entropy {head_entropy:.4g} nats at L = {train_length:g}, "
-            f"i.e. alpha_L = {alpha_l:.4g} for Gaussian scores (exact expectation)"
+            f"i.e. alpha_L = {alpha_l:.4g} for {law} scores (exact expectation)"
         )
     else:
         alpha_l = 1.0
@@ -665,7 +697,7 @@ def recommend_scale(
         "length; the rows above assume the window is n"
     )
     if scores == "dot":
-        # Entropy rules for a Gaussian-score head.
+        # The mean-field entropy rule of a Gaussian-score head.
         mean_field = alpha_l**2 + 2.0 * np.log(ratio)
         if mean_field > 0:
             add("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", np.sqrt(mean_field), "ch. entropy-invariance")
@@ -679,22 +711,23 @@ def recommend_scale(
                 "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, "
                 "so no scale at n matches it"
             )
-        try:
-            target = _expected_entropy(alpha_l, length)
-        except ImportError:  # attnscale.exact not available in this build
-            target = None
-            notes.append("exact entropy match left out: attnscale.exact is not available")
-        if target is None:
-            pass
-        elif target < np.log(n):
-            add("exact entropy match (Gaussian)", _solve_entropy(target, n), "ch. recipes")
-        else:
-            notes.append(
-                f"exact entropy match does not apply: the head's entropy at L ({target:.3g} nats) "
-                f"exceeds log n = {np.log(n):.3g}, the entropy of a uniform row over n keys"
-            )
     else:
         g_0 = float(qknorm_initial_scale(length))
         add("QK-norm initial g = log2(L^2 - L)", g_0 / root, "Henry et al. 2020")
-        notes.append("entropy rules are computed for Gaussian scores; with --cosine they are left out")
+        notes.append("the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given")
+    # The exact entropy match, for the law of the scores.
+    try:
+        target = _expected_entropy(alpha_l, length, law, d)
+    except ImportError:  # attnscale.exact not available in this build
+        target = None
+        notes.append("exact entropy match left out: attnscale.exact is not available")
+    if target is None:
+        pass
+    elif target < np.log(n):
+        add(f"exact entropy match ({law})", _solve_entropy(target, n, law, d), "ch. recipes")
+    else:
+        notes.append(
+            f"exact entropy match does not apply: the head's entropy at L ({target:.3g} nats) "
+            f"exceeds log n = {np.log(n):.3g}, the entropy of a uniform row over n keys"
+        )
     return Recommendation(d, n, scores, bool(causal), train_length, alpha_l, tuple(entries), tuple(notes))
