@@ -7,7 +7,6 @@ named in each test), never through the package function under test.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import subprocess
 import sys
@@ -16,9 +15,6 @@ import numpy as np
 import pytest
 
 import attnscale as at
-
-HAS_EXACT = importlib.util.find_spec("attnscale.exact") is not None
-needs_exact = pytest.mark.skipif(not HAS_EXACT, reason="attnscale.exact (expected_entropy) not merged yet")
 
 
 def run(*args):
@@ -187,7 +183,6 @@ def test_reference_entropy_agrees_with_sampling():
         assert abs(_reference_entropy(alpha, n) - h.mean()) < 4 * h.std() / math.sqrt(h.size)
 
 
-@needs_exact
 def test_head_scale_from_entropy_inverts_the_exact_entropy():
     for alpha, length in [(0.7, 512), (2.5, 4096), (4.0, 512)]:
         h = _reference_entropy(alpha, length)
@@ -198,7 +193,6 @@ def test_head_scale_from_entropy_inverts_the_exact_entropy():
         at.head_scale_from_entropy(0.0, 512)
 
 
-@needs_exact
 def test_cosine_calibration_agrees_with_sampled_cosines():
     # independent route: rows of cosines between random directions (the package's sampler)
     d, length, alpha = 64, 512, 2.0
@@ -206,16 +200,13 @@ def test_cosine_calibration_agrees_with_sampled_cosines():
     h = at.softmax_entropy(scores, alpha * math.sqrt(d))
     got = at.head_scale_from_entropy(h.mean(), length, scores="cosine", d=d)
     # the sampled mean carries an error; translate 4 SE of entropy into scale through the slope
-    from attnscale.exact import expected_entropy
-
     slope = (
-        expected_entropy(1.01 * alpha * math.sqrt(d), length, scores="cosine", d=d)
-        - expected_entropy(0.99 * alpha * math.sqrt(d), length, scores="cosine", d=d)
+        at.expected_entropy(1.01 * alpha * math.sqrt(d), length, scores="cosine", d=d)
+        - at.expected_entropy(0.99 * alpha * math.sqrt(d), length, scores="cosine", d=d)
     ) / (0.02 * alpha)
     assert abs(got - alpha) < 4 * h.std() / math.sqrt(h.size) / abs(slope) + 1e-9
 
 
-@needs_exact
 def test_entropy_matched_scale_keeps_the_reference_entropy():
     length, alpha_l = 512, 2.0
     n = np.array([1024.0, 8192.0])
@@ -310,7 +301,6 @@ def test_cli_prints_a_table():
     assert "alpha_L = 2 at L = 512" in done.stdout
 
 
-@needs_exact
 def test_cli_takes_a_measured_entropy():
     done = run("scale", "--d", "128", "--n", "8192", "--train-length", "512", "--head-entropy", "4")
     assert done.returncode == 0, done.stderr

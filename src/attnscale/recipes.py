@@ -32,6 +32,7 @@ from scipy.optimize import brentq
 from . import _validate
 from .cosine import cosine_alpha_star
 from .decoder import best_causal_scale
+from .exact import expected_entropy
 from .gaussian import gaussian_alpha_star
 
 __all__ = [
@@ -352,8 +353,6 @@ def _law(scores, d):
 
 def _expected_entropy(alpha, n, scores="gaussian", d=None):
     """E[H] for the unit-score scale alpha (for cosines, alpha sqrt(d) on the cosine)."""
-    from .exact import expected_entropy  # the book's exact expectation (Part II)
-
     kwargs, to_law, _ = _law(scores, d)
     return float(expected_entropy(float(alpha) * to_law, float(n), **kwargs))
 
@@ -716,14 +715,8 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
         add("QK-norm initial g = log2(L^2 - L)", g_0 / root, "Henry et al. 2020")
         notes.append("the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given")
     # The exact entropy match, for the law of the scores.
-    try:
-        target = _expected_entropy(alpha_l, length, law, d)
-    except ImportError:  # attnscale.exact not available in this build
-        target = None
-        notes.append("exact entropy match left out: attnscale.exact is not available")
-    if target is None:
-        pass
-    elif target < np.log(n):
+    target = _expected_entropy(alpha_l, length, law, d)
+    if target < np.log(n):
         add(f"exact entropy match ({law})", _solve_entropy(target, n, law, d), "ch. recipes")
     else:
         notes.append(
