@@ -4,18 +4,18 @@ Chapter *Recipes*.  Two kinds of function live here.
 
 *Absolute scales* return the factor :math:`\lambda` that multiplies the raw
 query-key product in :math:`\operatorname{softmax}(\lambda\, q\cdot k)`:
-:func:`standard_scale`, :func:`logn_beyond_training_scale`,
-:func:`yarn_scale`, :func:`scalable_softmax_scale`.
+``standard_scale``, ``logn_beyond_training_scale``,
+``yarn_scale``, ``scalable_softmax_scale``.
 
 *Length factors* return the dimensionless number by which a released model
 multiplies its own logits at a given length (1 = unchanged):
-:func:`yarn_mscale` (squared, because it scales both queries and keys),
-:func:`longrope_attention_factor` (squared, likewise),
-:func:`llama4_attention_scale` (queries only), :func:`infoscale_factor`,
-:func:`adaptive_temperature`.  Each docstring names the file or equation of
+``yarn_mscale`` (squared, because it scales both queries and keys),
+``longrope_attention_factor`` (squared, likewise),
+``llama4_attention_scale`` (queries only), ``infoscale_factor``,
+``adaptive_temperature``.  Each docstring names the file or equation of
 the release it was checked against.
 
-:func:`recommend_scale` (also ``python -m attnscale scale``) applies them
+``recommend_scale`` (also ``python -m attnscale scale``) applies them
 all to one setting, starting from the head's scale at the training length:
 measured (its mean attention entropy, or its scale) or, without a
 measurement, the stated default :math:`\alpha_L = 1`.
@@ -146,9 +146,7 @@ def yarn_scale(n, d, train_length, factor=None):
     factor : float or array_like, optional
         The configured ``rope_scaling["factor"]`` (static YaRN), ``> 0``.
 
-    See Also
-    --------
-    yarn_mscale : the factor on the cos/sin tables, and where it was checked.
+    ``yarn_mscale`` gives the factor on the cos/sin tables and names where it was checked.
     """
     n = _validate.key_count(n)
     train_length = _validate.at_least(train_length, "train_length", 2.0)
@@ -196,7 +194,9 @@ def llama4_attention_scale(n, floor_scale=8192.0, attn_scale=0.1):
     with :math:`n` = ``cache_position + 1``.  Applied to the queries (so the
     logits change by the same factor) of the NoPE layers only (``if
     self.attn_temperature_tuning and not self.use_rope``; by default every
-    fourth layer), in training and inference alike.  Checked against
+    fourth layer).  Meta's announcement calls it inference-time temperature
+    scaling; the Hugging Face code applies it whenever the configuration
+    enables it, with no training switch.  Checked against
     ``Llama4TextAttention.forward`` in Hugging Face
     ``transformers/models/llama4/modeling_llama4.py`` and the defaults in
     ``configuration_llama4.py``.
@@ -321,7 +321,7 @@ def adaptive_temperature(entropy):
 
     .. math:: \beta = \begin{cases} \max\bigl(1, P(H)\bigr) & H > 0.5\\ 1 & H \le 0.5\end{cases}
 
-    with :math:`P` the degree-4 polynomial :data:`ADAPTIVE_TEMPERATURE_POLY`
+    with :math:`P` the degree-4 polynomial ``ADAPTIVE_TEMPERATURE_POLY``
     and :math:`H` the Shannon entropy (nats) of the row at the model's own
     logits; the row is then recomputed as :math:`\operatorname{softmax}(\beta z)`.
     At inference, per row, never lowering the scale.  Checked against the
@@ -340,7 +340,7 @@ def adaptive_temperature(entropy):
 
 
 def _law(scores, d):
-    """Keyword arguments of :func:`attnscale.expected_entropy` and the factor from alpha to its scale."""
+    """Keyword arguments of ``attnscale.expected_entropy`` and the factor from alpha to its scale."""
     if scores == "dot" or scores == "gaussian":
         return {"scores": "gaussian"}, 1.0, 1e3
     if scores == "cosine":
@@ -381,7 +381,7 @@ def head_scale_from_entropy(entropy, train_length, scores="gaussian", d=None):
 
     Solves :math:`\mathbb E[H](\alpha, L) = H_{\text{measured}}` with the
     book's exact expectation for :math:`L` i.i.d. scores
-    (:func:`attnscale.expected_entropy`): standard normal scores, or cosines
+    (``attnscale.expected_entropy``): standard normal scores, or cosines
     of random directions in dimension ``d`` (then :math:`\alpha` is the
     factor on the unit-variance score :math:`\sqrt d\cos`).  The expected
     entropy falls strictly from :math:`\log L` at :math:`\alpha = 0`.
@@ -417,9 +417,9 @@ def entropy_matched_scale(n, train_length, alpha_train=1.0, scores="gaussian", d
     r"""The scale at :math:`n` keys that keeps the *exact* expected entropy of the head at :math:`L`.
 
     Solves :math:`\mathbb E[H](\alpha_n, n) = \mathbb E[H](\alpha_L, L)`
-    (:func:`attnscale.expected_entropy`), the exact counterpart of the
+    (``attnscale.expected_entropy``), the exact counterpart of the
     mean-field :math:`\sqrt{\alpha_L^2 + 2\log(n/L)}`
-    (:func:`attnscale.entropy_matching_scale`), valid in every regime.
+    (``attnscale.entropy_matching_scale``), valid in every regime.
 
     Parameters
     ----------
@@ -430,7 +430,7 @@ def entropy_matched_scale(n, train_length, alpha_train=1.0, scores="gaussian", d
     alpha_train : float, optional
         The head's scale at :math:`L` on the unit-variance score, ``> 0``.
     scores : {"gaussian", "cosine"}, optional
-        The law of the scores (as in :func:`head_scale_from_entropy`).
+        The law of the scores (as in ``head_scale_from_entropy``).
     d : float, optional
         Head dimension, required with ``scores="cosine"``.
 
@@ -560,7 +560,7 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
 
     The length rules multiply the head's scale at the training length,
     :math:`\alpha_L`: measured (``head_scale``, or ``head_entropy`` converted
-    by :func:`head_scale_from_entropy`), or, without a measurement, the
+    by ``head_scale_from_entropy``), or, without a measurement, the
     default :math:`\alpha_L = 1` (unit-variance scores at the standard
     scale), which the notes state.  A rule that does not apply gives no
     number and a note that says why; no entry is ever 0, negative or
