@@ -1,7 +1,13 @@
-"""Scale recipes, the calculator and its command line."""
+"""Scale recipes, the calculator and its command line.
+
+Every expected value below is recomputed from the released code or the
+paper, typed here in plain ``math`` (the file and line it comes from is
+named in each test), never through the package function under test.
+"""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
@@ -17,15 +23,229 @@ def run(*args):
     )
 
 
-def test_recipe_relations():
-    n = np.geomspace(2, 1e6, 50)
-    np.testing.assert_allclose(
-        at.scalable_softmax_scale(n, 64, 1 / np.log(512)), at.entropy_invariant_scale(n, 64), rtol=1e-14
+# --- each rule against its published code -----------------------------------------------------
+
+
+def test_qwen_logn_matches_the_released_logn_list():
+    # Qwen-7B modeling_qwen.py, QWenAttention.__init__:
+    #   logn_list = [math.log(i, self.seq_length) if i > self.seq_length else 1 for i in range(1, 32768)]
+    # applied as query * logn_tensor[:, seq_start:seq_end] (query at 0-based p gets logn_list[p]).
+    seq_length, d = 2048, 128
+    logn_list = [math.log(i, seq_length) if i > seq_length else 1 for i in range(1, 32768)]
+    positions = np.arange(2, 32768)  # n = i keys for the query at 0-based position i - 1
+    got = at.logn_beyond_training_scale(positions, d, seq_length) * math.sqrt(d)
+    np.testing.assert_allclose(got, logn_list[1:], rtol=1e-14)
+
+
+def test_yarn_mscale_matches_the_released_get_mscale():
+    # YaRN repository, scaled_rope/LlamaDynamicYaRNScaledRotaryEmbedding.py:
+    #   def get_mscale(scale=1): return 1.0 if scale <= 1 else 0.1 * math.log(scale) + 1.0
+    def get_mscale(scale=1):
+        if scale <= 1:
+            return 1.0
+        return 0.1 * math.log(scale) + 1.0
+
+    stretch = [0.25, 1.0, 1.5, 4.0, 16.0, 32.0, 1e6]
+    np.testing.assert_allclose(at.yarn_mscale(stretch), [get_mscale(s) for s in stretch], rtol=1e-15)
+
+
+def test_yarn_static_is_one_constant_and_dynamic_starts_past_the_training_length():
+    # HF transformers modeling_rope_utils.py, _compute_yarn_parameters:
+    #   attention_factor = 0.1 * math.log(factor) + 1.0, multiplied into cos and sin (so q and k):
+    #   the logits carry its square, at every position.
+    d, length, factor = 64, 4096, 4.0
+    n = np.array([2, 100, 4096, 8192, 16384, 1e6])
+    static = at.yarn_scale(n, d, length, factor=factor) * math.sqrt(d)
+    np.testing.assert_allclose(static, (0.1 * math.log(factor) + 1.0) ** 2, rtol=1e-15)
+    # dynamic (YaRN repo forward: self.yarn(seq_len / original_max_position_embeddings) when seq_len grows)
+    dynamic = at.yarn_scale(n, d, length) * math.sqrt(d)
+    expected = [(0.1 * math.log(m / length) + 1.0) ** 2 if m > length else 1.0 for m in n]
+    np.testing.assert_allclose(dynamic, expected, rtol=1e-15)
+
+
+def test_longrope_factor_matches_the_released_formula_and_is_log_l_of_the_window():
+    # HF transformers modeling_rope_utils.py, _compute_longrope_parameters:
+    #   attention_factor = math.sqrt(1 + math.log(factor) / math.log(original_max_position_embeddings))
+    #   with factor = max_position_embeddings / original_max_position_embeddings (1.0 if factor <= 1).
+    # Example: a 4096 -> 131072 window, factor 32: sqrt(1 + 5/12) exactly.
+    assert float(at.longrope_attention_factor(131072 / 4096, 4096)) == pytest.approx(
+        math.sqrt(17 / 12), rel=1e-15
     )
-    assert float(at.yarn_scale(512, 64, 512)) == pytest.approx(1 / 8)
-    assert float(at.yarn_scale(512 * np.e, 64, 512)) == pytest.approx(1.1**2 / 8)
-    assert float(at.logn_beyond_training_scale(100, 64, 512)) == pytest.approx(1 / 8)
-    assert float(at.qknorm_initial_scale(512)) == pytest.approx(np.log2(512 * 511))
+    assert float(at.longrope_attention_factor(0.5, 4096)) == 1.0
+    # squared, it is log_L of the configured window sL (the entropy-invariant rule at n = sL)
+    s = np.array([1.5, 2.0, 8.0, 64.0])
+    np.testing.assert_allclose(
+        at.longrope_attention_factor(s, 2048) ** 2, np.log(s * 2048) / np.log(2048), rtol=1e-14
+    )
+
+
+def test_llama4_temperature_matches_the_released_forward():
+    # HF transformers models/llama4/modeling_llama4.py, Llama4TextAttention.forward (NoPE layers):
+    #   attn_scales = torch.log1p(torch.floor((cache_position.float() + 1.0) / self.floor_scale))
+    #                 * self.attn_scale + 1.0 ; query_states = query_states * attn_scales
+    # configuration_llama4.py defaults: floor_scale = 8192, attn_scale = 0.1.
+    cache_position = np.array([0, 8190, 8191, 8192, 16383, 100_000, 10_000_000])
+    expected = [math.log1p(math.floor((p + 1.0) / 8192)) * 0.1 + 1.0 for p in cache_position]
+    np.testing.assert_allclose(at.llama4_attention_scale(cache_position + 1.0), expected, rtol=1e-15)
+    assert float(at.llama4_attention_scale(8191)) == 1.0  # first change at n = floor_scale
+    assert float(at.llama4_attention_scale(8192)) == pytest.approx(1 + 0.1 * math.log(2), rel=1e-15)
+
+
+def test_infoscale_matches_the_released_code_and_its_large_d_limit():
+    # HT-NEKO/Information-Entropy-Invariance, model/my_gau_alpha_eval/layer.py, "InfoScale" branch:
+    #   InfoScale_clip = (1-(train_len_ori**(-2/(head_dim))))**0.5 ; InfoScale = (1-(l**(-2/(head_dim))))**0.5
+    #   a = a * InfoScale / InfoScale_clip       (a = q.k / sqrt(head_dim))
+    for l, d, length in [(1024, 128, 512), (64, 128, 512), (32768, 64, 512), (512, 128, 512)]:
+        expected = (1 - l ** (-2 / d)) ** 0.5 / (1 - length ** (-2 / d)) ** 0.5
+        assert float(at.infoscale_factor(l, d, length)) == pytest.approx(expected, rel=1e-12)
+    # d -> infinity: 1 - n^(-2/d) ~ 2 ln n / d, the sqrt(log_L n) rule
+    assert float(at.infoscale_factor(2**20, 1e9, 512)) == pytest.approx(math.sqrt(20 / 9), rel=1e-8)
+
+
+def test_qknorm_initial_scale_matches_the_released_initialization():
+    # CyndxAI/QKNorm, QKNorm/layers.py: ScaleUp(np.log2(self.seq_len_threshold**2 - self.seq_len_threshold))
+    # with seq_len_threshold = 72 in QKNorm/configurations.py (97.5th percentile of lengths).
+    assert float(at.qknorm_initial_scale(72)) == pytest.approx(math.log2(72**2 - 72), rel=1e-15)
+    assert float(at.qknorm_initial_scale(1e150)) == pytest.approx(300 * math.log2(10), rel=1e-12)
+    with pytest.raises(ValueError, match="train_length"):
+        at.qknorm_initial_scale(1e200)
+
+
+def test_scalable_softmax_is_n_to_the_power_s_z():
+    # Nakanishi (2025), the SSMax definition: SSMax(z)_i = n^(s z_i) / sum_j n^(s z_j).
+    rng = np.random.default_rng(0)
+    for n, s in [(16, 0.43), (1000, 0.2), (3, 1.0)]:
+        z = rng.standard_normal(n)
+        direct = n ** (s * z) / np.sum(n ** (s * z))
+        via = at.softmax(z, at.scalable_softmax_scale(n, 64, s) * 8.0)
+        np.testing.assert_allclose(via, direct, rtol=1e-12)
+    np.testing.assert_allclose(
+        at.scalable_softmax_scale(np.geomspace(2, 1e6, 30), 64, 1 / np.log(512)),
+        at.entropy_invariant_scale(np.geomspace(2, 1e6, 30), 64),
+        rtol=1e-14,
+    )
+
+
+def test_adaptive_temperature_matches_the_published_listing():
+    # Velickovic et al. (2024), "softmax is not enough", adaptive_temperature_softmax (JAX listing):
+    #   poly_fit = [-0.037, 0.481, -2.3, 4.917, -1.791]
+    #   beta = where(entropy > 0.5, maximum(polyval(poly_fit, entropy), 1.0), 1.0)
+    def beta(h):
+        poly = (((-0.037 * h + 0.481) * h - 2.3) * h + 4.917) * h - 1.791
+        return max(poly, 1.0) if h > 0.5 else 1.0
+
+    entropies = [0.0, 0.3, 0.5, 0.51, 0.8, 1.0, 2.0, 3.0, 4.5, 6.0]
+    np.testing.assert_allclose(at.adaptive_temperature(entropies), [beta(h) for h in entropies], rtol=1e-14)
+    assert np.all(at.adaptive_temperature(np.linspace(0, 10, 101)) >= 1.0)  # "never increase entropy"
+
+
+def test_critical_scale_is_where_a_token_keeps_half_its_weight():
+    # Chen, Lin, Polyanskiy, Rigollet (2025): beta_n = gamma log n, gamma_c = 1/(1 - rho).
+    # Independent route: a token with self inner product 1 and n - 1 others at rho keeps the weight
+    # 1 / (1 + (n - 1) exp(-beta (1 - rho))), which tends to 1/2 exactly at gamma_c.
+    for rho in (0.0, 0.3, 0.9):
+        n = 1e12
+        beta = float(at.critical_scale(n, rho))
+        own = 1.0 / (1.0 + (n - 1) * math.exp(-beta * (1 - rho)))
+        assert own == pytest.approx(0.5, abs=1e-9)
+    with pytest.raises(ValueError, match="rho"):
+        at.critical_scale(100, 1.0)
+
+
+# --- calibrating from a measured head ------------------------------------------------------------
+
+
+def _reference_entropy(alpha, n, n_s=3001, n_u=1500):
+    """E[H] for n i.i.d. N(0, 1) scores by the Laplace identities, on plain grids (independent route).
+
+    E log Z = int_0^inf (e^-t - phi(t)^n) dt / t and E[alpha sum p s] = n int_0^inf
+    E[alpha s e^{alpha s} e^{-t e^{alpha s}}] phi(t)^(n-1) dt, phi(t) = E exp(-t e^{alpha s}).
+    """
+    from scipy.special import exp1
+
+    s = np.linspace(-12, 12, n_s)
+    w = np.exp(-0.5 * s * s) / math.sqrt(2 * math.pi) * (s[1] - s[0])
+    e = np.exp(alpha * s)
+    mean_e = np.sum(w * e)
+    u = np.linspace(-math.log(n * mean_e) - 25, 8.0 * alpha + 12.0, n_u)
+    t = np.exp(u)
+    x = t[:, None] * e[None, :]
+    log_phi = np.log1p(-np.sum(w * -np.expm1(-x), axis=1))
+    e_log_z = np.trapezoid(np.exp(-t) - np.exp(n * log_phi), u) + t[0] * (n * mean_e - 1) + exp1(t[-1])
+    g = np.sum(w * alpha * s * e * np.exp(-x), axis=1)
+    return e_log_z - n * np.trapezoid(g * np.exp((n - 1) * log_phi) * t, u)
+
+
+def test_reference_entropy_agrees_with_sampling():
+    rng = np.random.default_rng(7)
+    for alpha, n in [(1.0, 512), (3.0, 64)]:
+        h = at.softmax_entropy(rng.standard_normal((20000, n)), alpha)
+        assert abs(_reference_entropy(alpha, n) - h.mean()) < 4 * h.std() / math.sqrt(h.size)
+
+
+def test_head_scale_from_entropy_inverts_the_exact_entropy():
+    for alpha, length in [(0.7, 512), (2.5, 4096), (4.0, 512)]:
+        h = _reference_entropy(alpha, length)
+        assert at.head_scale_from_entropy(h, length) == pytest.approx(alpha, rel=1e-5)
+    with pytest.raises(ValueError, match="between 0 and log"):
+        at.head_scale_from_entropy(math.log(512), 512)
+    with pytest.raises(ValueError, match="between 0 and log"):
+        at.head_scale_from_entropy(0.0, 512)
+
+
+def test_cosine_calibration_agrees_with_sampled_cosines():
+    # independent route: rows of cosines between random directions (the package's sampler)
+    d, length, alpha = 64, 512, 2.0
+    scores = at.sample_cosine_scores(4000, length, d, np.random.default_rng(3))
+    h = at.softmax_entropy(scores, alpha * math.sqrt(d))
+    got = at.head_scale_from_entropy(h.mean(), length, scores="cosine", d=d)
+    # the sampled mean carries an error; translate 4 SE of entropy into scale through the slope
+    slope = (
+        at.expected_entropy(1.01 * alpha * math.sqrt(d), length, scores="cosine", d=d)
+        - at.expected_entropy(0.99 * alpha * math.sqrt(d), length, scores="cosine", d=d)
+    ) / (0.02 * alpha)
+    assert abs(got - alpha) < 4 * h.std() / math.sqrt(h.size) / abs(slope) + 1e-9
+
+
+def test_entropy_matched_scale_keeps_the_reference_entropy():
+    length, alpha_l = 512, 2.0
+    n = np.array([1024.0, 8192.0])
+    alpha_n = at.entropy_matched_scale(n, length, alpha_l)
+    target = _reference_entropy(alpha_l, length)
+    for a, m in zip(alpha_n, n, strict=True):
+        assert _reference_entropy(a, m) == pytest.approx(target, rel=1e-6)
+    assert np.all(alpha_n > alpha_l)
+    with pytest.raises(ValueError, match="exceeds log n"):
+        at.entropy_matched_scale(64, length, 0.5)
+
+
+def test_calculator_never_returns_zero_and_says_why():
+    # REVIEW 25: recommend_scale(d=128, n=256, train_length=512) used to print a sqrt-rule scale of 0.
+    for scores in ("dot", "cosine"):
+        rec = at.recommend_scale(d=128, n=256, scores=scores, train_length=512)
+        assert all(np.isfinite(e.scale) and e.scale > 0 for e in rec.entries)
+        assert not any(e.criterion.startswith("sqrt rule") for e in rec.entries)
+        assert any("assumes alpha_L = 1" in note for note in rec.notes)
+    rec = at.recommend_scale(d=128, n=256, train_length=512)
+    assert any(note.startswith("sqrt rule does not apply") for note in rec.notes)
+
+
+def test_calculator_scales_the_length_rules_by_the_measured_head():
+    d, n, length, alpha_l = 128, 16384, 2048, 2.5
+    rec = at.recommend_scale(d, n, train_length=length, head_scale=alpha_l)
+    entries = {e.criterion: e for e in rec.entries}
+    # typed by hand: alpha_L log_L n, on q.k divided by sqrt(d)
+    ei = entries[f"entropy-invariant a_L*log_{length}(n)"]
+    assert ei.unit_scale == pytest.approx(alpha_l * math.log(n) / math.log(length), rel=1e-14)
+    assert ei.scale == pytest.approx(ei.unit_scale / math.sqrt(d), rel=1e-14)
+    yarn = entries["YaRN dynamic, mscale(n/L)^2"]
+    assert yarn.unit_scale == pytest.approx(alpha_l * (0.1 * math.log(n / length) + 1) ** 2, rel=1e-14)
+    sqrt_rule = entries["sqrt rule sqrt(a_L^2 + 2 ln(n/L))"]
+    assert sqrt_rule.unit_scale == pytest.approx(math.sqrt(alpha_l**2 + 2 * math.log(n / length)), rel=1e-14)
+    assert rec.alpha_train == alpha_l
+    # the standard and gradient rows do not depend on the head
+    plain = at.recommend_scale(d, n, train_length=length)
+    assert plain.entries[0] == rec.entries[0] and plain.entries[1] == rec.entries[1]
 
 
 def test_recommendation_record():
@@ -40,6 +260,7 @@ def test_recommendation_record():
     for entry in cosine.entries:
         assert entry.scale == pytest.approx(entry.unit_scale * np.sqrt(128))
     assert "QK-norm" in str(cosine)
+    assert all(len(line) <= 88 for line in str(rec).splitlines())
 
 
 def test_recommendation_causal_uses_the_decoder_optimum():
@@ -58,6 +279,12 @@ def test_recommendation_causal_uses_the_decoder_optimum():
         (dict(d=64, n=100, causal="yes"), TypeError, "causal"),
         (dict(d=64, n=100, train_length=1), ValueError, "train_length must be >= 2"),
         (dict(d=np.nan, n=100), ValueError, "d must be finite"),
+        (dict(d=64, n=100, head_scale=2.0), ValueError, "needs train_length"),
+        (dict(d=64, n=100, train_length=512, head_scale=0.0), ValueError, "head_scale must be > 0"),
+        (dict(d=64, n=100, train_length=512, head_scale=1, head_entropy=3), ValueError, "not both"),
+        (dict(d=64, n=100, train_length=512, head_entropy=7.0), ValueError, "between 0 and log"),
+        (dict(d=64, n=100, train_length=512, head_entropy="x"), TypeError, "head_entropy"),
+        (dict(d=64, n=100, train_length=512, head_scale=[1, 2]), ValueError, "single number"),
     ],
 )
 def test_recommend_scale_refuses_bad_input(kwargs, error, message):
@@ -69,6 +296,15 @@ def test_cli_prints_a_table():
     done = run("scale", "--d", "128", "--n", "4096", "--cosine", "--causal", "--train-length", "512")
     assert done.returncode == 0, done.stderr
     assert "criterion" in done.stdout and "gradient (cosine mean field), causal" in done.stdout
+    done = run("scale", "--d", "128", "--n", "8192", "--train-length", "512", "--head-scale", "2")
+    assert done.returncode == 0, done.stderr
+    assert "alpha_L = 2 at L = 512" in done.stdout
+
+
+def test_cli_takes_a_measured_entropy():
+    done = run("scale", "--d", "128", "--n", "8192", "--train-length", "512", "--head-entropy", "4")
+    assert done.returncode == 0, done.stderr
+    assert "entropy 4 nats" in done.stdout and "exact entropy match" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -79,6 +315,20 @@ def test_cli_prints_a_table():
         ["scale", "--d", "64", "--n", "1"],
         ["scale", "--d", "64", "--n", "nan"],
         ["scale", "--d", "64", "--n", "10", "--train-length", "0"],
+        [
+            "scale",
+            "--d",
+            "64",
+            "--n",
+            "10",
+            "--train-length",
+            "512",
+            "--head-scale",
+            "1",
+            "--head-entropy",
+            "2",
+        ],
+        ["scale", "--d", "64", "--n", "10", "--head-scale", "1"],
         ["frobnicate"],
         [],
     ],

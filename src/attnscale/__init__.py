@@ -152,3 +152,28 @@ __all__ = [
     "xavier_std",
     "yarn_scale",
 ]
+
+# Part IV, recipes: every published length rule (issue 14).
+from .recipes import (
+    ADAPTIVE_TEMPERATURE_POLY,
+    adaptive_temperature,
+    critical_scale,
+    entropy_matched_scale,
+    head_scale_from_entropy,
+    infoscale_factor,
+    llama4_attention_scale,
+    longrope_attention_factor,
+    yarn_mscale,
+)
+
+__all__ += [
+    "ADAPTIVE_TEMPERATURE_POLY",
+    "adaptive_temperature",
+    "critical_scale",
+    "entropy_matched_scale",
+    "head_scale_from_entropy",
+    "infoscale_factor",
+    "llama4_attention_scale",
+    "longrope_attention_factor",
+    "yarn_mscale",
+]

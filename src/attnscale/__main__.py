@@ -1,6 +1,9 @@
-"""Command line: ``python -m attnscale scale --d 128 --n 4096 [--cosine] [--causal] [--train-length 512]``.
+"""Command line: ``python -m attnscale scale --d 128 --n 4096 [--cosine] [--causal] [--train-length 512]
+[--head-entropy H | --head-scale A]``.
 
-Prints every criterion's scale for the setting as a table.  Bad arguments
+Prints every criterion's scale for the setting as a table, starting from the
+head's measured entropy or scale at the training length when given (and
+saying which default it assumes when not).  Bad arguments
 give a one-line error on stderr and exit status 2, never a traceback.
 """
 
@@ -33,6 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument("--cosine", action="store_true", help="scores are cosines of normalized q and k")
     scale.add_argument("--causal", action="store_true", help="one scale for every position of a decoder")
     scale.add_argument("--train-length", type=float, default=None, help="training length, for length rules")
+    measured = scale.add_mutually_exclusive_group()
+    measured.add_argument(
+        "--head-entropy", type=float, default=None, help="the head's mean attention entropy (nats) at L"
+    )
+    measured.add_argument(
+        "--head-scale", type=float, default=None, help="the head's scale alpha_L on the unit-variance score"
+    )
     return parser
 
 
@@ -46,6 +56,8 @@ def main(argv=None) -> int:
             scores="cosine" if args.cosine else "dot",
             causal=args.causal,
             train_length=args.train_length,
+            head_entropy=args.head_entropy,
+            head_scale=args.head_scale,
         )
     except (ValueError, TypeError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
