@@ -25,6 +25,7 @@ from .exact import (
     gaussian_law,
     gradient_limit,
 )
+from .formatting import format_number, format_uncertain
 from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
 from .initialization import (
     activation_second_moment,
@@ -34,7 +35,13 @@ from .initialization import (
     uniform_bound,
     xavier_std,
 )
-from .montecarlo import sample_cosine_scores, sample_gaussian_scores, sampled_objective
+from .montecarlo import (
+    TypicalRowScales,
+    sample_cosine_scores,
+    sample_gaussian_scores,
+    sampled_objective,
+    typical_row_scales,
+)
 from .plotting import use_book_style
 from .recipes import (
     Recommendation,
@@ -66,6 +73,7 @@ __all__ = [
     "Recommendation",
     "ScaleEntry",
     "ScoreLaw",
+    "TypicalRowScales",
     "activation_second_moment",
     "activation_second_moments",
     "best_causal_scale",
@@ -84,6 +92,8 @@ __all__ = [
     "expected_gradient",
     "expected_max_weight",
     "fit_attention_parameter",
+    "format_number",
+    "format_uncertain",
     "gaussian_alpha_star",
     "gaussian_law",
     "gaussian_log_mgf",
@@ -111,6 +121,7 @@ __all__ = [
     "softmax_jacobian",
     "standard_scale",
     "truncated_normal_std",
+    "typical_row_scales",
     "uniform_bound",
     "use_book_style",
     "xavier_std",
