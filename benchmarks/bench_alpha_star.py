@@ -4,10 +4,12 @@ Straightforward route (baseline), per point: the cosine MGF by
 ``scipy.integrate.quad`` of e^(a s) (1 - s^2)^((d-3)/2), normalized by its
 value at a = 0 (as in the source's Mathematica code), and the objective
 maximized by ``scipy.optimize.minimize_scalar``.  Package route:
-``attnscale.cosine_alpha_star`` on the whole grid at once.  Both are timed in
-this run; the baseline on a random subset of the grid (it takes ~20 ms a
-point), reported per point.  Accuracy: both routes against an mpmath
-reference (40 digits, from tests/references.py) on a sample of points.
+``attnscale.cosine_alpha_star`` (safeguarded Newton steps on the analytic
+derivative of the stationarity condition) on the whole grid at once.  Both
+are timed in this run; the baseline on a random subset of the grid (it takes
+several ms a point), reported per point.  Two grids: the whole one (d from 2
+to 65536) and small d alone (16 to 128, where quadrature is cheapest).
+Accuracy: both routes against an mpmath reference (40 digits, from tests/references.py) on a sample of points.
 
 The same for Gaussian scores: ``gaussian_alpha_star`` (Lambert W) against
 per-point ``minimize_scalar``.
@@ -36,6 +38,7 @@ import references
 
 N_GRID = 40.0 * np.arange(1, 501)  # the source's grid
 D_GRID = np.array([2, 8, 32, 128, 512, 2048, 8192, 65536], dtype=float)
+D_SMALL = np.array([16, 32, 64, 128], dtype=float)
 
 
 def naive_cosine_alpha_star(n, d):
@@ -69,33 +72,26 @@ def relative_error(values, exact):
     return np.where(np.isfinite(err), err, np.inf)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="run the baseline on all 4000 points")
-    parser.add_argument("--subset", type=int, default=200, help="baseline points when not --full")
-    args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    nn, dd = np.meshgrid(N_GRID, D_GRID, indexing="ij")
+def cosine_speed_and_accuracy(title, d_grid, subset, full, rng):
+    """Time both routes on N_GRID x d_grid and compare both with mpmath on a sample."""
+    nn, dd = np.meshgrid(N_GRID, d_grid, indexing="ij")
     points = np.column_stack([nn.ravel(), dd.ravel()])
-    chosen = points if args.full else points[rng.choice(len(points), args.subset, replace=False)]
-
-    # --- cosine: speed -----------------------------------------------------
-    fast = best_time(lambda: at.cosine_alpha_star(N_GRID[:, None], D_GRID[None, :]), repeat=3)
+    chosen = points if full else points[rng.choice(len(points), subset, replace=False)]
+    fast = best_time(lambda: at.cosine_alpha_star(N_GRID[:, None], d_grid[None, :]), repeat=3)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the baseline overflows and warns for large d
         baseline = np.array([naive_cosine_alpha_star(n, d) for n, d in chosen])
     slow_per_point = (time.perf_counter() - start) / len(chosen)
     fast_per_point = fast / points.shape[0]
-    print(f"cosine_alpha_star over {len(N_GRID)} n x {len(D_GRID)} d = {points.shape[0]} points")
+    print(f"cosine_alpha_star, {title}: {len(N_GRID)} n x {len(d_grid)} d = {points.shape[0]} points")
     print(f"  baseline (quad + minimize_scalar), {len(chosen)} points: {slow_per_point * 1e3:9.3f} ms/point")
     print(
         f"  attnscale.cosine_alpha_star, whole grid:      {fast_per_point * 1e3:9.4f} ms/point"
         f"   ({fast:.3f} s in all)"
     )
-    print(f"  speed-up: {slow_per_point / fast_per_point:,.0f}x")
+    print(f"  speed-up ({title}): {slow_per_point / fast_per_point:,.0f}x")
 
-    # --- cosine: accuracy against mpmath on a sample ---------------------------
     sample = chosen[rng.choice(len(chosen), 16, replace=False)]
     package = at.cosine_alpha_star(sample[:, 0], sample[:, 1])
     exact = np.array(
@@ -118,6 +114,20 @@ def main():
             "(overflow or underflow in the integrand)"
         )
     print()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="run the baseline on all 4000 points")
+    parser.add_argument("--subset", type=int, default=200, help="baseline points when not --full")
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+
+    for title, d_grid, subset in (
+        ("whole grid", D_GRID, args.subset),
+        ("small d (16-128)", D_SMALL, args.subset // 2),
+    ):
+        cosine_speed_and_accuracy(title, d_grid, subset, args.full, rng)
 
     # --- Gaussian ---------------------------------------------------------------
     fast_g = best_time(lambda: at.gaussian_alpha_star(N_GRID))

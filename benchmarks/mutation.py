@@ -14,6 +14,18 @@ mutant, which step caught it, and the count.  It takes several minutes.
     python benchmarks/mutation.py            # all mutants
     python benchmarks/mutation.py --only 3 7 # some, by number
     python benchmarks/mutation.py --chapters-only   # what the chapter checks catch alone
+    python benchmarks/mutation.py --claims-only     # only the claim mutants below
+    python benchmarks/mutation.py --claims-only --chapter variance
+    python benchmarks/mutation.py --claims-only --only 13 14  # some claim mutants, by number
+
+With ``--chapters-only`` (or ``--claims-only``) the *claim mutants* run too:
+each substitutes a plausible wrong claim (a dropped term, a factor of 2,
+a square root for a logarithm, the mean-field value for the exact one) into
+the chapter's own code that produces a value the prose states, and executes
+that chapter alone.  The mutant is caught when one of the chapter's checks
+fails.  A snippet that no longer occurs exactly once in the chapter is
+reported as *stale* (the chapter was rewritten; update the mutant), not
+counted as caught or survived.
 """
 
 from __future__ import annotations
@@ -152,6 +164,220 @@ MUTANTS = [
     ),
 ]
 
+# Claim mutants: (chapter under book/, exact code snippet, replacement, the wrong claim).
+# The snippet must occur exactly once in the chapter; otherwise the mutant is "stale".
+CLAIM_MUTANTS = [
+    # --- variance
+    (
+        "variance",
+        "mgf = mgf_one**d_sym",
+        "mgf = mgf_one ** (2 * d_sym)",
+        "Var(q.k) = 2d (factor 2)",
+    ),
+    (
+        "variance",
+        "sampled_var.append(dots.var(ddof=1))",
+        "sampled_var.append(dots.std(ddof=1))",
+        "sqrt(d) in place of d (std for variance)",
+    ),
+    (
+        "variance",
+        's = np.einsum("rid,rkd->rk", q, k) / np.sqrt(d)',
+        's = np.einsum("rid,rkd->rk", q, k) / d',
+        "scores divided by d instead of sqrt(d)",
+    ),
+    (
+        "variance",
+        '("unscaled", np.sqrt(d))',
+        '("unscaled", np.log(d))',
+        "log d for sqrt d as the unscaled temperature",
+    ),
+    (
+        "variance",
+        "w_t5 = w_standard / np.sqrt(d_head)",
+        "w_t5 = w_standard / d_head",
+        "T5 initialization smaller by d, not sqrt(d)",
+    ),
+    # --- initialization
+    (
+        "initialization",
+        "xavier_theory = np.array([2 * fan_in, 2 * fan_out]) / (fan_in + fan_out)",
+        "xavier_theory = np.array([fan_in, fan_out]) / (fan_in + fan_out)",
+        "Xavier gains without the factor 2",
+    ),
+    (
+        "initialization",
+        "gamma = 1 / np.sqrt(centred)",
+        "gamma = 4.0",
+        "tweaked sigmoid with the linearization's slope 4",
+    ),
+    (
+        "initialization",
+        "demodulated_w = modulated_w / np.sqrt(np.sum(modulated_w**2, axis=(1, 2), keepdims=True))",
+        "demodulated_w = modulated_w / np.sqrt(np.sum(modulated_w**2, axis=(0, 2), keepdims=True))",
+        "demodulation summed over output channels",
+    ),
+    (
+        "initialization",
+        '"InstanceNorm": normalize(tensor, (2,)),',
+        '"InstanceNorm": normalize(tensor, (0, 2)),',
+        "InstanceNorm statistics over the batch too",
+    ),
+    (
+        "initialization",
+        "g_ntk = inputs.T @ grad_mse(inputs @ draw / np.sqrt(m)) / np.sqrt(m)",
+        "g_ntk = inputs.T @ grad_mse(inputs @ draw / np.sqrt(m))",
+        "NTK gradient without its 1/sqrt(m)",
+    ),
+    (
+        "initialization",
+        '"plain-naive": depth * np.log10(width / 2.0),',
+        '"plain-naive": depth * np.log10(width),',
+        "naive ReLU network without the halving",
+    ),
+    (
+        "initialization",
+        '    1.0 + depth,\n    check="Pre-Norm',
+        '    1.0 + depth / 2,\n    check="Pre-Norm',
+        "Pre-Norm grows like 1 + L/2",
+    ),
+    (
+        "initialization",
+        "    (1 + 1 / skip_depths) ** skip_depths,\n",
+        "    1.0 + skip_depths * (1 / skip_depths),\n",
+        "SkipInit growth linear, 1 + L a^2",
+    ),
+    (
+        "initialization",
+        "    (1 + 1 / skip_depths) ** skip_depths,\n",
+        "    np.e + 0.0 * skip_depths,\n",
+        "SkipInit growth at its limit e (mean field in L)",
+    ),
+    (
+        "initialization",
+        '    0.5,\n    check="Post-Norm',
+        '    2**-0.5,\n    check="Post-Norm',
+        "Post-Norm identity path loses sqrt(2) in second moment",
+    ),
+    (
+        "initialization",
+        "spread_theory = np.sqrt(5 * depth / he_width)",
+        "spread_theory = np.sqrt(depth / he_width)",
+        "Hanin-Nica variance without the 5",
+    ),
+    (
+        "initialization",
+        '    -(spread_theory**2) / 2,\n    check="He, single inputs',
+        '    0.0,\n    check="He, single inputs',
+        "He: no drift of the mean log (mean field)",
+    ),
+    (
+        "initialization",
+        "    depth * np.log1p(a_t**2),\n",
+        "    np.log1p(depth * a_t**2),\n",
+        "warm-up growth linear, 1 + L a_t^2",
+    ),
+    (
+        "initialization",
+        "u_std = np.sqrt(2.0 / m_fix) * (blocks**-0.5 if scaled else 1.0)",
+        "u_std = np.sqrt(2.0 / m_fix) * (blocks**-0.25 if scaled else 1.0)",
+        "Fixup exponent L^(-1/4) for two-layer branches",
+    ),
+    # --- softmax-vs-relu2
+    (
+        "softmax-vs-relu2",
+        "    return second / c**2 - 2 * moment[2](signal) / c + 1",
+        "    return second / c**2 - moment[2](signal) / c + 1",
+        "exact relu2 error without the factor 2 in the cross term",
+    ),
+    (
+        "softmax-vs-relu2",
+        "n_cross = {r: 1 + moment[4](signal) / moment[4](mu0) for r, mu0 in regimes.items()}",
+        "n_cross = {r: moment[4](signal) / moment[2](mu0) for r, mu0 in regimes.items()}",
+        "crossover length with m2 of the distractors in place of m4",
+    ),
+    (
+        "softmax-vs-relu2",
+        "omega = 10000.0 ** (-2 * np.arange(d_head // 2) / d_head)",
+        "omega = 10000.0 ** (-np.arange(d_head // 2) / d_head)",
+        "rotary frequencies with exponent -m/d instead of -2m/d",
+    ),
+    (
+        "softmax-vs-relu2",
+        "            logsumexp(lam * rho[np.abs(np.arange(m) - m // 2)])",
+        "            logsumexp(rho[np.abs(np.arange(m) - m // 2)])",
+        "RoPE normalizer without the match strength lambda",
+    ),
+    (
+        "softmax-vs-relu2",
+        "    floor = 1 - moment[2](signal) ** 2 / moment[4](signal)",
+        "    floor = 1 - moment[2](signal) / moment[4](signal)",
+        "relu2 error floor without the square of m2",
+    ),
+    # --- softmax-jacobian
+    (
+        "softmax-jacobian",
+        "    claimed = alpha**2 * (s2 - 2 * s3 + s2**2)",
+        "    claimed = alpha**2 * (s2 - s3 + s2**2)",
+        "Frobenius identity with -sum p^3 instead of -2 sum p^3",
+    ),
+    (
+        "softmax-jacobian",
+        '    f = at.gradient_objective if norm == "L1" else at.gradient_frobenius',
+        "    f = at.gradient_objective",
+        "Frobenius-best scale computed with the L1 objective",
+    ),
+    (
+        "softmax-jacobian",
+        "bound = 2 * (scores.shape[-1] - 1) * grid * np.exp(-grid * gap)",
+        "bound = 2 * (scores.shape[-1] - 1) * grid * np.exp(-2 * grid * gap)",
+        "decay bound with e^(-2 alpha g)",
+    ),
+    (
+        "softmax-jacobian",
+        "            pairs += alpha * p[i] * p[j] * diff * diff.T",
+        "            pairs += alpha * p[i] * diff * diff.T",
+        "pair decomposition weighted by p_i alone",
+    ),
+    (
+        "softmax-jacobian",
+        "large_end = float(at.gradient_objective(scores, 100.0 / gap).max())",
+        "large_end = float(at.gradient_objective(scores, 1.0 / gap).max())",
+        "large end evaluated at alpha = 1/g",
+    ),
+    # --- gaussian-scores
+    (
+        "gaussian-scores",
+        "    (log_n_big - np.log(log_n_big) - np.log(2))[3:],",
+        "    (log_n_big - np.log(log_n_big))[3:],",
+        "asymptotics without the -log 2 term",
+    ),
+    (
+        "gaussian-scores",
+        "    star = float(at.gaussian_alpha_star(m))\n    collision_ratio",
+        "    star = 1.2 * float(at.gaussian_alpha_star(m))\n    collision_ratio",
+        "shares quoted at 1.2 alpha* instead of alpha*",
+    ),
+    (
+        "gaussian-scores",
+        "    return (1 + 2 * a**2) * np.exp(a**2)",
+        "    return (1 + a**2) * np.exp(a**2)",
+        "window from a stationarity condition missing the factor 2",
+    ),
+    (
+        "gaussian-scores",
+        "        a99=reach(m, 0.99),",
+        "        a99=reach(m, 0.9),",
+        "the 99% scale reported as the 90% one",
+    ),
+    (
+        "gaussian-scores",
+        "        limit=limit[m],",
+        "        limit=np.sqrt(2 * np.log(m)),",
+        "the limit taken as sqrt(2 log n) instead of f_g(0)",
+    ),
+]
+
 COPY = [
     "src",
     "tests",
@@ -224,23 +450,46 @@ def run_chapters(copy: Path, env) -> list[str]:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--only", type=int, nargs="+", default=None, help="run these mutants (1-based numbers)"
+        "--only",
+        type=int,
+        nargs="+",
+        default=None,
+        help="run these mutants (1-based numbers; of the claim mutants with --claims-only)",
     )
     parser.add_argument(
         "--chapters-only",
         action="store_true",
         help="skip the unit tests: how many do the chapters catch alone?",
     )
+    parser.add_argument(
+        "--claims-only", action="store_true", help="run only the claim mutants (chapter code)"
+    )
+    parser.add_argument("--chapter", nargs="+", default=None, help="claim mutants of these chapters only")
     args = parser.parse_args()
-    selected = list(enumerate(MUTANTS, start=1))
-    if args.only is not None:
+    selected = [] if args.claims_only else list(enumerate(MUTANTS, start=1))
+    if args.only is not None and not args.claims_only:
         selected = [selected[k - 1] for k in args.only]
+    claims = []
+    if args.chapters_only or args.claims_only:
+        claims = [
+            (k, m)
+            for k, m in enumerate(CLAIM_MUTANTS, start=1)
+            if (args.chapter is None or m[0] in args.chapter)
+            and (not args.claims_only or args.only is None or k in args.only)
+        ]
     caught = 0
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch)
         make_copy(copy)
-        env = {**os.environ, "PYTHONPATH": str(copy / "src"), "MPLBACKEND": "Agg"}
-        assert run_unit_tests(copy, env), "the unmutated package fails its unit tests"
+        # one BLAS thread per chapter: two chapters run at once on a shared machine
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(copy / "src"),
+            "MPLBACKEND": "Agg",
+            "OPENBLAS_NUM_THREADS": "1",
+        }
+        if selected:
+            assert run_unit_tests(copy, env), "the unmutated package fails its unit tests"
         for number, (filename, old, new, what) in selected:
             path = copy / "src" / "attnscale" / filename
             original = path.read_text()
@@ -262,8 +511,48 @@ def main():
                 f"{number:2d}. {filename:18s} {what:58s} {verdict}  ({time.perf_counter() - start:.0f} s)",
                 flush=True,
             )
-    print(f"\n{caught} of {len(selected)} mutants caught")
-    return 0 if caught == len(selected) else 1
+        claim_caught, claim_stale = run_claim_mutants(copy, env, claims)
+    if selected:
+        print(f"\n{caught} of {len(selected)} package mutants caught")
+    if claims:
+        live = len(claims) - claim_stale
+        print(f"{claim_caught} of {live} claim mutants caught by the chapters ({claim_stale} stale)")
+    ok = caught == len(selected) and claim_caught == len(claims) - claim_stale
+    return 0 if ok else 1
+
+
+def run_claim_mutants(copy: Path, env, claims) -> tuple[int, int]:
+    """Substitute each wrong claim into its chapter and run that chapter alone."""
+    caught = stale = 0
+    by_chapter: dict[str, list[int]] = {}
+    for chapter in sorted({m[0] for _, m in claims}):
+        path = copy / "book" / f"{chapter}.md"
+        # a chapter that fails unmutated would "catch" every mutant: refuse to score it
+        assert path.exists() and run_chapter(path, env), f"chapter {chapter} fails without any mutant"
+    for number, (chapter, old, new, what) in claims:
+        path = copy / "book" / f"{chapter}.md"
+        original = path.read_text(encoding="utf-8") if path.exists() else ""
+        start = time.perf_counter()
+        if original.count(old) != 1:
+            verdict = "STALE (snippet not found exactly once)"
+            stale += 1
+        else:
+            path.write_text(original.replace(old, new), encoding="utf-8")
+            try:
+                verdict = "caught" if not run_chapter(path, env) else "SURVIVED"
+            finally:
+                path.write_text(original, encoding="utf-8")
+            caught += verdict == "caught"
+            by_chapter.setdefault(chapter, [0, 0])
+            by_chapter[chapter][0] += verdict == "caught"
+            by_chapter[chapter][1] += 1
+        print(
+            f"C{number:2d}. {chapter:18s} {what:58s} {verdict}  ({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
+    for chapter, (hit, total) in sorted(by_chapter.items()):
+        print(f"    {chapter}: {hit} of {total} claim mutants caught")
+    return caught, stale
 
 
 if __name__ == "__main__":

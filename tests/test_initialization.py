@@ -79,3 +79,39 @@ def test_plain_networks_scale_the_second_moment_as_derived(architecture, gain):
     ends = [at.layer_second_moments(architecture, depth, width, rng, samples=16)[0] for _ in range(3000)]
     ratio = np.mean([end[-1] / end[0] for end in ends])
     assert ratio == pytest.approx(gain**depth, rel=0.12)
+
+
+@pytest.mark.parametrize("architecture", ["residual", "pre-norm", "rezero", "skipinit", "fixup"])
+def test_identity_path_of_an_unnormalized_identity_carries_the_output_gradient(architecture):
+    """Without a norm on the identity path, following it alone returns the output gradient unchanged."""
+    rng = np.random.default_rng(5)
+    backward = at.layer_second_moments(architecture, 6, 16, rng, through_branches=False)[1]
+    assert np.allclose(backward, backward[-1], rtol=1e-14, atol=0)
+
+
+def test_post_norm_identity_path_loses_about_half_per_block():
+    """Each RMSNorm backward divides by rms(x + F(x)), about sqrt(2)."""
+    rng = np.random.default_rng(6)
+    depth = 20
+    ratios = [
+        (lambda b: b[0] / b[-1])(
+            at.layer_second_moments("post-norm", depth, 128, rng, through_branches=False)[1]
+        )
+        for _ in range(4)
+    ]
+    per_block = np.exp(np.mean(np.log(ratios)) / depth)
+    assert per_block == pytest.approx(0.5, abs=0.03)
+    assert per_block != pytest.approx(2**-0.5, abs=0.03)
+
+
+def test_fixup_and_rezero_start_as_the_identity():
+    for architecture in ("fixup", "rezero"):
+        forward, backward = at.layer_second_moments(architecture, 5, 16, np.random.default_rng(8))
+        assert np.allclose(forward, forward[0], rtol=1e-14) and np.allclose(
+            backward, backward[-1], rtol=1e-14
+        )
+
+
+def test_through_branches_must_be_a_bool():
+    with pytest.raises(TypeError, match="through_branches"):
+        at.layer_second_moments("post-norm", 3, 8, np.random.default_rng(0), through_branches="no")

@@ -6,7 +6,13 @@ names in its docstring the equation of the book it implements.
 """
 
 from .checks import CheckCannotDiscriminate, CheckFailed, check_close, check_true
-from .cosine import cosine_alpha_star, cosine_density, cosine_log_mgf, cosine_objective
+from .cosine import (
+    cosine_alpha_star,
+    cosine_alpha_star_large_d,
+    cosine_density,
+    cosine_log_mgf,
+    cosine_objective,
+)
 from .decoder import best_causal_scale, gradient_fraction
 from .deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments
 from .entropy import (
@@ -55,11 +61,21 @@ from .recipes import (
 )
 from .softmax import (
     collision_probability,
+    gradient_frobenius,
     gradient_l1,
     gradient_objective,
     renyi2_entropy,
     softmax,
     softmax_jacobian,
+)
+from .training import (
+    TrainingResult,
+    attention_loss_and_gradients,
+    attention_scores,
+    evaluate_attention,
+    init_projections,
+    retrieval_batch,
+    train_attention,
 )
 from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retrieval_task
 
@@ -73,20 +89,25 @@ __all__ = [
     "Recommendation",
     "ScaleEntry",
     "ScoreLaw",
+    "TrainingResult",
     "TypicalRowScales",
     "activation_second_moment",
     "activation_second_moments",
+    "attention_loss_and_gradients",
+    "attention_scores",
     "best_causal_scale",
     "check_close",
     "check_true",
     "collision_probability",
     "cosine_alpha_star",
+    "cosine_alpha_star_large_d",
     "cosine_density",
     "cosine_law",
     "cosine_log_mgf",
     "cosine_objective",
     "entropy_invariant_scale",
     "entropy_matching_scale",
+    "evaluate_attention",
     "expected_collision",
     "expected_entropy",
     "expected_gradient",
@@ -100,15 +121,18 @@ __all__ = [
     "gaussian_meanfield_entropy",
     "gaussian_objective",
     "gradient_fraction",
+    "gradient_frobenius",
     "gradient_l1",
     "gradient_limit",
     "gradient_objective",
     "he_std",
+    "init_projections",
     "layer_second_moments",
     "logn_beyond_training_scale",
     "qknorm_initial_scale",
     "recommend_scale",
     "renyi2_entropy",
+    "retrieval_batch",
     "retrieval_error",
     "retrieval_task",
     "sample_cosine_scores",
@@ -120,6 +144,7 @@ __all__ = [
     "softmax_entropy",
     "softmax_jacobian",
     "standard_scale",
+    "train_attention",
     "truncated_normal_std",
     "typical_row_scales",
     "uniform_bound",

@@ -54,10 +54,12 @@ def _alternatives(rules_out, exempt, check):
 
 def _compare(actual, desired, rtol, atol):
     a, b = np.broadcast_arrays(np.asarray(actual, dtype=float), np.asarray(desired, dtype=float))
-    err = np.abs(a - b)
-    allowed = atol + rtol * np.abs(b)
-    bad = ~(err <= allowed)  # a NaN on either side never passes
-    rel = err / np.maximum(np.abs(b), np.finfo(float).tiny)
+    # desired may be 0 or infinite; a NaN on either side never passes
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        err = np.abs(a - b)
+        allowed = atol + rtol * np.abs(b)
+        bad = ~(err <= allowed)
+        rel = err / np.maximum(np.abs(b), np.finfo(float).tiny)
     return a, b, err, allowed, bad, rel
 
 

@@ -19,7 +19,16 @@ Architectures (:data:`ARCHITECTURES`):
 ``pre-norm``
     :math:`x_{l+1} = x_l + F_l(\operatorname{RMSNorm}(x_l))`.
 ``rezero``
-    :math:`x_{l+1} = x_l + a_l F_l(x_l)` with :math:`a_l = 0` at initialization.
+    :math:`x_{l+1} = x_l + a_l F_l(x_l)` with :math:`a_l = 0` at initialization
+    (ReZero, Bachlechner et al., 2021); ``branch_scale`` sets
+    another :math:`a`.
+``skipinit``
+    :math:`x_{l+1} = x_l + F_l(x_l)/\sqrt L`, SkipInit's small constant
+    initialization of the branch multiplier (De and Smith, 2020).
+``fixup``
+    :math:`x_{l+1} = x_l + V_l\operatorname{relu}(U_l x_l)` with
+    :math:`V_l = 0` and :math:`U_l` He-scaled times :math:`L^{-1/(2k-2)} =
+    L^{-1/2}` for :math:`k = 2` layers per branch (Fixup, Zhang et al., 2019).
 
 The residual branch is :math:`F(x) = V\operatorname{relu}(Ux)` with He-scaled
 :math:`U` and Xavier-scaled :math:`V`, so that it preserves the second moment
@@ -43,6 +52,8 @@ ARCHITECTURES = (
     "post-norm",
     "pre-norm",
     "rezero",
+    "skipinit",
+    "fixup",
 )
 
 
@@ -61,10 +72,12 @@ def _build(architecture, depth, width, rng):
     plain_std = {"plain-naive": 1.0, "plain-xavier": np.sqrt(1.0 / width), "plain-he": np.sqrt(2.0 / width)}
     if architecture in plain_std:
         return [plain_std[architecture] * rng.standard_normal((width, width)) for _ in range(depth)]
+    u_std = np.sqrt(2.0 / width) * (depth**-0.5 if architecture == "fixup" else 1.0)
+    v_std = 0.0 if architecture == "fixup" else np.sqrt(1.0 / width)
     return [
         (
-            np.sqrt(2.0 / width) * rng.standard_normal((width, width)),
-            np.sqrt(1.0 / width) * rng.standard_normal((width, width)),
+            u_std * rng.standard_normal((width, width)),
+            v_std * rng.standard_normal((width, width)),
         )
         for _ in range(depth)
     ]
@@ -82,7 +95,7 @@ def _forward(architecture, weights, x, branch_scale):
             u, v = layer
             branch_in, rms_in = _rms_norm(x) if architecture == "pre-norm" else (x, None)
             hidden = branch_in @ u
-            gain = branch_scale if architecture == "rezero" else 1.0
+            gain = {"rezero": branch_scale, "skipinit": len(weights) ** -0.5}.get(architecture, 1.0)
             total = x + gain * (np.maximum(hidden, 0.0) @ v)
             x, rms_out = _rms_norm(total) if architecture == "post-norm" else (total, None)
             cache.append((hidden, branch_in, rms_in, x, rms_out, gain))
@@ -90,8 +103,12 @@ def _forward(architecture, weights, x, branch_scale):
     return activations, cache
 
 
-def _backward(architecture, weights, cache, grad):
-    """Gradients with respect to every layer's input, last layer first."""
+def _backward(architecture, weights, cache, grad, through_branches=True):
+    """Gradients with respect to every layer's input, last layer first.
+
+    With ``through_branches=False`` only the identity path of a residual
+    stack is followed (the branches' contribution is dropped).
+    """
     grads = [grad]
     for layer, entry in zip(reversed(weights), reversed(cache), strict=True):
         if architecture.startswith("plain"):
@@ -104,12 +121,14 @@ def _backward(architecture, weights, cache, grad):
             through_branch = ((gain * grad @ v.T) * (hidden > 0)) @ u.T
             if architecture == "pre-norm":
                 through_branch = _rms_norm_backward(through_branch, branch_in, rms_in)
-            grad = grad + through_branch
+            grad = grad + through_branch if through_branches else grad
         grads.append(grad)
     return grads[::-1]
 
 
-def layer_second_moments(architecture, depth, width, rng, samples=64, branch_scale=0.0):
+def layer_second_moments(
+    architecture, depth, width, rng, samples=64, branch_scale=0.0, through_branches=True
+):
     r"""Mean squares of activations and gradients at every layer of a random network.
 
     Parameters
@@ -127,6 +146,10 @@ def layer_second_moments(architecture, depth, width, rng, samples=64, branch_sca
     branch_scale : float, optional
         For ``rezero``: the value :math:`a_l` of every branch factor (0 at
         initialization; a warm-up raises it towards 1 during training).
+    through_branches : bool, optional
+        If False, the backward pass follows only the identity path of a
+        residual stack (through the norms of ``post-norm``), which measures
+        how much of the output gradient reaches layer :math:`l` directly.
 
     Returns
     -------
@@ -143,7 +166,11 @@ def layer_second_moments(architecture, depth, width, rng, samples=64, branch_sca
     branch_scale = float(_validate.real_array(branch_scale, "branch_scale"))
     weights = _build(architecture, depth, width, rng)
     activations, cache = _forward(architecture, weights, rng.standard_normal((samples, width)), branch_scale)
-    grads = _backward(architecture, weights, cache, rng.standard_normal((samples, width)))
+    if not isinstance(through_branches, bool | np.bool_):
+        raise TypeError(f"through_branches must be a bool, got {type(through_branches).__name__}")
+    grads = _backward(
+        architecture, weights, cache, rng.standard_normal((samples, width)), bool(through_branches)
+    )
     return (np.array([np.mean(a * a) for a in activations]), np.array([np.mean(g * g) for g in grads]))
 
 

@@ -95,12 +95,13 @@ _STIRLING_FROM = 10.0  # nu from which log Gamma(nu + 1) is split as Stirling + 
 
 
 def _series(nu, alpha):
-    """(L, M, c) from the 0F1 series; valid for x = alpha^2/4 <= max(nu + 1, 2500)."""
+    """(L, M, c, v, m) from the 0F1 series; valid for x = alpha^2/4 <= max(nu + 1, 2500)."""
     b = nu + 1.0
     x = 0.25 * alpha * alpha
-    # Terms peak near k = sqrt(x) (or earlier when b is large); 40 + 5 sqrt(x) terms
-    # reach a relative size below 1e-40 for every x <= 2500 (300 terms at most).
-    count = int(np.clip(40 + 5 * np.sqrt(x.max(initial=0.0)), 40, 300))
+    # Terms peak near k = sqrt(x) (or earlier when b is large) and then fall faster
+    # than geometrically; 24 + 2 sqrt(x) terms leave a tail below 1e-19 of the sum for
+    # every b >= 1 and x <= 2500 (124 terms at most; tests/test_scales.py checks this).
+    count = int(np.clip(24 + 2 * np.sqrt(x.max(initial=0.0)), 24, 124))
     k = np.arange(1, count + 1, dtype=float)
     ratios = x[..., None] / ((b[..., None] + k - 1.0) * k)
     with np.errstate(under="ignore"):
@@ -111,7 +112,12 @@ def _series(nu, alpha):
     # m = L'(alpha) = (alpha / 2) S'(x) / S = 2 sum(k t_k) / (alpha S)
     safe_alpha = np.where(alpha > 0, alpha, 1.0)
     mean = np.where(alpha > 0, 2.0 * weighted / (safe_alpha * (1.0 + tail)), 0.0)
-    return log_mgf, log_mgf - alpha, 1.0 - mean
+    # v = L'' from the Riccati equation of g'' + (2 nu + 1) g' / alpha - g = 0:
+    # v = 1 - m^2 - (2 nu + 1) m / alpha, with m / alpha = (sum k t_k) / (2 x S) -> 1 / (2 b).
+    mean_over_alpha = np.where(alpha > 0, weighted / (2.0 * np.where(x > 0, x, 1.0) * (1.0 + tail)), 0.5 / b)
+    complement = 1.0 - mean
+    variance = complement * (1.0 + mean) - (2.0 * nu + 1.0) * mean_over_alpha
+    return log_mgf, log_mgf - alpha, complement, variance, mean
 
 
 def _stirling_correction(nu):
@@ -129,18 +135,20 @@ def _stirling_correction(nu):
 
 
 def _debye(nu, alpha):
-    """(L, M, c) from the uniform asymptotic expansion; needs r = hypot(nu, alpha) > 100."""
+    """(L, M, c, v, m) from the uniform asymptotic expansion; needs r = hypot(nu, alpha) > 100."""
     r = np.hypot(nu, alpha)
     p = 1.0 / r
     # S = 1 + sum_k u_k(t) / nu^k with t = nu p, written as sum_j c_kj nu^(j-k) p^j,
     # and its derivative with respect to p, dS/dp.
     series = np.ones_like(r)
     dseries = np.zeros_like(r)
+    d2series = np.zeros_like(r)
     for k, (den, coefficients) in enumerate(_DEBYE, start=1):
         for power, numerator in coefficients.items():
             weight = (numerator / den) * nu ** (power - k)
             series = series + weight * p**power
             dseries = dseries + weight * power * p ** (power - 1)
+            d2series = d2series + weight * power * (power - 1) * p ** (power - 2)
     log_s = np.log(series)
     r_minus_alpha = nu * (nu / (r + alpha))  # exact form of r - alpha, no cancellation
     big = nu >= _STIRLING_FROM
@@ -163,8 +171,23 @@ def _debye(nu, alpha):
     log_mgf = np.where(big, w + rest_big, r + rest_small)
     minus_alpha = np.where(big, (r_minus_alpha - nu_big) + rest_big, r_minus_alpha + rest_small)
     # c = 1 - L'(alpha) = (nu + (r - alpha)) / (nu + r) + alpha / (2 r^2) + (alpha / r^3) S'/S
-    complement = (nu + r_minus_alpha) / (nu + r) + alpha * 0.5 * p * p + alpha * p * p * p * dseries / series
-    return log_mgf, minus_alpha, complement
+    log_slope = dseries / series  # T = S'/S, derivative in p
+    complement = (nu + r_minus_alpha) / (nu + r) + alpha * 0.5 * p * p + alpha * p * p * p * log_slope
+    mean = alpha / (nu + r) - alpha * 0.5 * p * p - alpha * p * p * p * log_slope  # 1 - c, kept when small
+    # v = L'' = -dc/dalpha, term by term (dr/dalpha = alpha p, dp/dalpha = -alpha p^3); each
+    # term is formed without cancellation, so v keeps its relative accuracy for alpha >> nu:
+    #   d/da [1 - alpha/(nu + r)] = -nu p / (nu + r),  d/da [alpha p^2 / 2] = (nu^2 - alpha^2) p^4 / 2,
+    #   d/da [alpha p^3 T] = p^3 T - 3 alpha^2 p^5 T - alpha^2 p^6 (S''/S - T^2).
+    # (written with alpha p <= 1 and nu p <= 1 so that nothing overflows at alpha ~ 1e300)
+    ap = alpha * p
+    variance = (
+        nu * p / (nu + r)
+        - 0.5 * ((nu - alpha) * p) * ((nu + alpha) * p) * p * p
+        - p**3 * log_slope
+        + 3.0 * ap * ap * p**3 * log_slope
+        + ap * ap * p**4 * (d2series / series - log_slope * log_slope)
+    )
+    return log_mgf, minus_alpha, complement, variance, mean
 
 
 def _parts(nu, alpha):
@@ -173,9 +196,31 @@ def _parts(nu, alpha):
     L = log g, M = L - alpha and c = 1 - L', each computed directly so that
     none of them is the small difference of two large numbers.
     """
+    return _parts_with_variance(nu, alpha)[:3]
+
+
+def _log_ratio(alpha, log1, minus1, log2, minus2):
+    """log R = L(2a) - 2 L(a), from L where it is small (L << a) and from M = L - a otherwise."""
+    return np.where(log2 < alpha, log2 - 2.0 * log1, minus2 - 2.0 * minus1)
+
+
+def _mean_gap(c1, m1, c2, m2):
+    """L'(2a) - L'(a) = c1 - c2 = m2 - m1, from whichever pair is not close to 1."""
+    return np.where(c1 < 0.5, c1 - c2, m2 - m1)
+
+
+def _parts_with_variance(nu, alpha):
+    """(L, M, c, v, m) for broadcastable arrays, v = L''(alpha), m = L'(alpha); no validation.
+
+    v is the variance of the score under the density tilted by e^(alpha s).
+    It satisfies the Riccati equation of the 0F1/Bessel equation,
+    v = 1 - L'^2 - (2 nu + 1) L' / alpha, which the series region uses; the
+    Debye region differentiates its expansion of c instead, because there
+    the Riccati form is a difference of terms ~ 1/alpha with result ~ 1/alpha^2.
+    """
     nu, alpha = np.broadcast_arrays(np.asarray(nu, float), np.asarray(alpha, float))
     use_series = alpha <= 2.0 * np.sqrt(np.maximum(nu + 1.0, _SERIES_LIMIT))  # x <= max(b, 2500)
-    out = tuple(np.empty(nu.shape) for _ in range(3))
+    out = tuple(np.empty(nu.shape) for _ in range(5))
     for mask, method in ((use_series, _series), (~use_series, _debye)):
         if np.any(mask):
             for target, value in zip(out, method(nu[mask], alpha[mask]), strict=True):

@@ -1,0 +1,522 @@
+r"""Training one attention layer on a synthetic retrieval task, in NumPy.
+
+Chapter *Does the largest gradient train fastest?* of the book uses this
+module.  The task: a query must find, among :math:`n` keys, the one it was
+copied from.  Inputs :math:`x_1, \dots, x_n \in \mathbb R^{m}` are i.i.d.
+standard normal, a target :math:`t` is drawn uniformly, and the query input is
+:math:`x_q = x_t` (plus optional Gaussian noise).  One attention head with
+learned projections :math:`W_Q, W_K \in \mathbb R^{d \times m}` forms
+
+.. math::
+
+   q = W_Q x_q,\quad k_j = W_K x_j,\quad r_j = q \cdot k_j,\quad
+   p = \operatorname{softmax}(\lambda\, r),
+
+with a fixed scale :math:`\lambda` (written :math:`c/\sqrt d` with a
+*multiplier* :math:`c`).  Entries of :math:`W_Q, W_K` start as
+:math:`\mathcal N(0, 1/m)`, so :math:`q` and :math:`k_j` have unit-variance
+entries and :math:`r_j` has variance :math:`d` (Part I of the book): the
+standardized scores :math:`r_j/\sqrt d` are the unit-variance scores of
+Part II, and :math:`c` is the scale :math:`\alpha` of Part II.
+
+Two losses, averaged over a batch of queries:
+
+``"ce"``
+    cross-entropy of the weight on the target, :math:`-\log p_t`;
+``"readout"``
+    the attention output :math:`o = \sum_j p_j x_j` (the inputs serve as
+    values) against the target's value,
+    :math:`\tfrac{1}{2m}\lVert o - x_t\rVert^2`.
+
+Gradients are written by hand from the book's softmax Jacobian
+:math:`\partial p_i/\partial z_j = p_i(\delta_{ij} - p_j)` (for logits
+:math:`z = \lambda r`): the vector-Jacobian product of an upstream gradient
+:math:`g = \partial L/\partial p` is :math:`p \odot (g - p\cdot g)`.  For the
+cross-entropy, :math:`g = -e_t/p_t` and the product simplifies to
+:math:`p - e_t`.  Tests compare every gradient with central finite
+differences.
+
+Everything is vectorized over *replicas* (independent seeds: own data, own
+initialization) and *scales* (within a replica, every scale sees the same
+data and starts from the same weights, so that differences between scales
+are not noise in the data).  Arrays of models have leading shape
+``(replicas, scales)``.
+
+A learned gain :math:`g` on the logits, :math:`z = g\,\lambda\,\mu(n)\, r`
+with a fixed length factor :math:`\mu(n)`, covers scalable softmax
+(Nakanishi, 2025) (:math:`\mu(n) = \log n / \log L`, learned
+:math:`s = g\lambda/\log L`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate
+from .montecarlo import _count
+
+__all__ = [
+    "TrainingResult",
+    "attention_loss_and_gradients",
+    "attention_scores",
+    "evaluate_attention",
+    "init_projections",
+    "retrieval_batch",
+    "train_attention",
+]
+
+OPTIMIZERS = ("sgd", "adam")
+LOSSES = ("ce", "readout")
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """The outcome of :func:`train_attention`.
+
+    Attributes
+    ----------
+    scales : numpy.ndarray
+        Shape ``(scales,)``: the scale :math:`\\lambda` of each model (already
+        including :math:`1/\\sqrt d`).
+    losses : numpy.ndarray
+        Shape ``(replicas, scales, steps)``: the training-batch loss at each step
+        (before that step's update).
+    w_query, w_key : numpy.ndarray
+        Shape ``(replicas, scales, d, m)``: the final projections.
+    gain : numpy.ndarray
+        Shape ``(replicas, scales)``: the final learned gain (1 if not learned).
+    train_length : int
+        The number of keys :math:`L` seen in training.
+    loss : str
+        ``"ce"`` or ``"readout"``.
+    length_rule : str
+        ``"fixed"`` or ``"logn"`` (the factor :math:`\\mu(n)` used in training).
+    """
+
+    scales: np.ndarray
+    losses: np.ndarray
+    w_query: np.ndarray
+    w_key: np.ndarray
+    gain: np.ndarray
+    train_length: int
+    loss: str
+    length_rule: str
+
+
+def _choice(value, name, allowed):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {allowed}, got {type(value).__name__}")
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def _positive(value, name):
+    array = _validate.real_array(value, name)
+    if array.ndim != 0:
+        raise ValueError(f"{name} must be a single number, got shape {array.shape}")
+    if not array > 0:
+        raise ValueError(f"{name} must be > 0, got {float(array):g}")
+    return float(array)
+
+
+def _nonnegative(value, name):
+    array = _validate.real_array(value, name)
+    if array.ndim != 0:
+        raise ValueError(f"{name} must be a single number, got shape {array.shape}")
+    if not array >= 0:
+        raise ValueError(f"{name} must be >= 0, got {float(array):g}")
+    return float(array)
+
+
+def _generator(rng, name="rng"):
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name} must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def retrieval_batch(replicas, batch, n, m, rng, query_noise=0.0):
+    r"""A batch of retrieval problems: keys, query inputs and targets.
+
+    Parameters
+    ----------
+    replicas, batch : int
+        Independent replicas (``>= 1``) and queries per replica (``>= 1``).
+    n : int
+        Keys per query, ``>= 2``.
+    m : int
+        Input dimension, ``>= 1``.
+    rng : numpy.random.Generator
+        Source of randomness.
+    query_noise : float, optional
+        Standard deviation of Gaussian noise added to the query input, ``>= 0``.
+
+    Returns
+    -------
+    keys : numpy.ndarray
+        Shape ``(replicas, batch, n, m)``, i.i.d. standard normal.
+    queries : numpy.ndarray
+        Shape ``(replicas, batch, m)``: :math:`x_q = x_t + \sigma\xi`.
+    targets : numpy.ndarray
+        Shape ``(replicas, batch)``, integers in ``[0, n)``.
+    """
+    replicas, batch = _count(replicas, "replicas"), _count(batch, "batch")
+    n, m = _count(n, "n", 2), _count(m, "m")
+    rng = _generator(rng)
+    query_noise = _nonnegative(query_noise, "query_noise")
+    keys = rng.standard_normal((replicas, batch, n, m))
+    targets = rng.integers(0, n, size=(replicas, batch))
+    queries = np.take_along_axis(keys, targets[..., None, None], axis=2)[:, :, 0, :]
+    if query_noise > 0:
+        queries = queries + query_noise * rng.standard_normal(queries.shape)
+    return keys, queries, targets
+
+
+def init_projections(replicas, d, m, rng):
+    r"""Initial projections :math:`W_Q, W_K` with i.i.d. :math:`\mathcal N(0, 1/m)` entries.
+
+    With standard normal inputs, :math:`q = W_Q x` and :math:`k = W_K x` then
+    have unit-variance entries and :math:`q\cdot k` has variance :math:`d`
+    (the book's chapter on the variance of a dot product).
+
+    Parameters
+    ----------
+    replicas, d, m : int
+        Replicas, head dimension and input dimension, each ``>= 1``.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    w_query, w_key : numpy.ndarray
+        Each of shape ``(replicas, 1, d, m)`` (one scale axis, to broadcast).
+    """
+    replicas, d, m = _count(replicas, "replicas"), _count(d, "d"), _count(m, "m")
+    rng = _generator(rng)
+    shape = (replicas, 1, d, m)
+    return rng.standard_normal(shape) / np.sqrt(m), rng.standard_normal(shape) / np.sqrt(m)
+
+
+def attention_scores(w_query, w_key, keys, queries):
+    r"""Raw scores :math:`r_j = (W_Q x_q)\cdot(W_K x_j)`, before any scale.
+
+    Parameters
+    ----------
+    w_query, w_key : array_like
+        Shape ``(replicas, scales, d, m)``.
+    keys, queries : array_like
+        Shapes ``(replicas, batch, n, m)`` and ``(replicas, batch, m)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(replicas, batch, scales, n)``.
+    """
+    w_query = _validate.real_array(w_query, "w_query")
+    w_key = _validate.real_array(w_key, "w_key")
+    if w_query.ndim != 4 or w_query.shape != w_key.shape:
+        raise ValueError(
+            f"w_query and w_key must have the same shape (replicas, scales, d, m), "
+            f"got {w_query.shape} and {w_key.shape}"
+        )
+    keys = _validate.real_array(keys, "keys")
+    queries = _validate.real_array(queries, "queries")
+    if keys.ndim != 4 or keys.shape[0] != w_query.shape[0] or keys.shape[-1] != w_query.shape[-1]:
+        raise ValueError(
+            f"keys must have shape ({w_query.shape[0]}, batch, n, {w_query.shape[-1]}), got {keys.shape}"
+        )
+    if queries.shape != (*keys.shape[:2], keys.shape[-1]):
+        raise ValueError(f"queries must have shape {(*keys.shape[:2], keys.shape[-1])}, got {queries.shape}")
+    q = np.einsum("rsdm,rbm->rbsd", w_query, queries)
+    u = np.einsum("rsdm,rbsd->rbsm", w_key, q)
+    return u @ np.swapaxes(keys, -1, -2)
+
+
+def _forward(w_query, w_key, logit_scale, keys, queries):
+    """Raw scores r (R, B, S, n), logits z, weights p, and the intermediates."""
+    q = np.einsum("rsdm,rbm->rbsd", w_query, queries)
+    u = np.einsum("rsdm,rbsd->rbsm", w_key, q)  # W_K^T q, so that r_j = u . x_j
+    raw = u @ np.swapaxes(keys, -1, -2)  # (R, B, S, n)
+    z = logit_scale[:, None, :, None] * raw
+    z = z - z.max(axis=-1, keepdims=True)
+    w = np.exp(z)
+    p = w / w.sum(axis=-1, keepdims=True)
+    return q, raw, z, p
+
+
+def _softmax_vjp(p, upstream):
+    r"""Vector-Jacobian product of softmax: :math:`J^\top g = p \odot (g - p\cdot g)` (per unit scale)."""
+    return p * (upstream - np.sum(p * upstream, axis=-1, keepdims=True))
+
+
+def attention_loss_and_gradients(
+    w_query, w_key, scales, keys, queries, targets, loss="ce", gain=None, length_factor=1.0
+):
+    r"""Loss of each model on one batch and its gradients, from the softmax Jacobian.
+
+    Implements the forward pass and hand-written backward pass described in
+    the module docstring: logits :math:`z = g\,\lambda\,\mu\,r`, with
+    :math:`\partial L/\partial z = p \odot (\partial L/\partial p - p\cdot\partial L/\partial p)`
+    (the book's softmax-Jacobian theorem), then the chain rule through
+    :math:`r_j = (W_K^\top W_Q x_q)\cdot x_j`.
+
+    Parameters
+    ----------
+    w_query, w_key : array_like
+        Shape ``(replicas, scales, d, m)``.
+    scales : array_like
+        Shape ``(scales,)``, the scale :math:`\lambda \ge 0` of each model.
+    keys, queries, targets : numpy.ndarray
+        From :func:`retrieval_batch`, with the same number of replicas.
+    loss : {"ce", "readout"}
+        Which loss (module docstring).
+    gain : array_like, optional
+        Shape ``(replicas, scales)``; the learned gain :math:`g` (default 1).
+    length_factor : float, optional
+        :math:`\mu(n) > 0`, a fixed factor on the logits.
+
+    Returns
+    -------
+    loss : numpy.ndarray
+        Shape ``(replicas, scales)``, the mean loss over the batch.
+    grads : tuple of numpy.ndarray
+        :math:`\partial L/\partial W_Q`, :math:`\partial L/\partial W_K` (shapes
+        of the weights) and :math:`\partial L/\partial g` (shape ``(replicas, scales)``).
+    """
+    w_query = _validate.real_array(w_query, "w_query")
+    w_key = _validate.real_array(w_key, "w_key")
+    if w_query.ndim != 4 or w_query.shape != w_key.shape:
+        raise ValueError(
+            f"w_query and w_key must have the same shape (replicas, scales, d, m), "
+            f"got {w_query.shape} and {w_key.shape}"
+        )
+    replicas, n_scales, _, m = w_query.shape
+    scales = _validate.scale(scales, "scales")
+    if scales.shape != (n_scales,):
+        raise ValueError(f"scales must have shape ({n_scales},), got {scales.shape}")
+    keys = _validate.real_array(keys, "keys")
+    queries = _validate.real_array(queries, "queries")
+    if keys.ndim != 4 or keys.shape[0] != replicas or keys.shape[-1] != m:
+        raise ValueError(f"keys must have shape ({replicas}, batch, n, {m}), got {keys.shape}")
+    if queries.shape != (*keys.shape[:2], m):
+        raise ValueError(f"queries must have shape {(*keys.shape[:2], m)}, got {queries.shape}")
+    targets = np.asarray(targets)
+    if targets.shape != keys.shape[:2] or targets.dtype.kind not in "iu":
+        raise ValueError(f"targets must be integers of shape {keys.shape[:2]}")
+    if np.any((targets < 0) | (targets >= keys.shape[2])):
+        raise ValueError(f"targets must lie in [0, {keys.shape[2]})")
+    loss = _choice(loss, "loss", LOSSES)
+    gain = np.ones((replicas, n_scales)) if gain is None else _validate.real_array(gain, "gain")
+    if gain.shape != (replicas, n_scales):
+        raise ValueError(f"gain must have shape ({replicas}, {n_scales}), got {gain.shape}")
+    length_factor = _positive(length_factor, "length_factor")
+    return _loss_and_gradients(w_query, w_key, scales, gain, length_factor, keys, queries, targets, loss)[:2]
+
+
+def _loss_and_gradients(w_query, w_key, scales, gain, length_factor, keys, queries, targets, loss):
+    batch = keys.shape[1]
+    logit_scale = gain * scales * length_factor  # (R, S)
+    q, raw, z, p = _forward(w_query, w_key, logit_scale, keys, queries)
+    index = np.broadcast_to(targets[:, :, None, None], (*p.shape[:3], 1))
+    if loss == "ce":
+        log_z = np.log(np.sum(np.exp(z), axis=-1))  # z <= 0 with max 0: no overflow
+        value = np.mean(log_z - np.take_along_axis(z, index, axis=-1)[..., 0], axis=1)
+        dz = p.copy()
+        np.put_along_axis(dz, index, np.take_along_axis(p, index, axis=-1) - 1.0, axis=-1)
+    else:
+        m = keys.shape[-1]
+        target_value = np.take_along_axis(keys, targets[..., None, None], axis=2)  # (R, B, 1, m)
+        out = p @ keys  # (R, B, S, m)
+        err = out - target_value
+        value = np.mean(0.5 * np.sum(err**2, axis=-1) / m, axis=1)
+        upstream = (err @ np.swapaxes(keys, -1, -2)) / m  # dL/dp_j = x_j . (o - x_t) / m
+        dz = _softmax_vjp(p, upstream)
+    dz /= batch
+    d_gain = np.einsum("rbsn,rbsn->rs", dz, raw) * scales * length_factor
+    draw = dz * logit_scale[:, None, :, None]
+    du = draw @ keys  # (R, B, S, m)
+    d_key = np.einsum("rbsd,rbsm->rsdm", q, du)
+    dq = np.einsum("rsdm,rbsm->rbsd", w_key, du)
+    d_query = np.einsum("rbsd,rbm->rsdm", dq, queries)
+    return value, (d_query, d_key, d_gain), (p, z, index)
+
+
+def train_attention(
+    n,
+    d,
+    multipliers,
+    *,
+    m=16,
+    replicas=4,
+    steps=200,
+    batch=8,
+    optimizer="adam",
+    learning_rate=0.01,
+    loss="ce",
+    seed=0,
+    length_rule="fixed",
+    learn_gain=False,
+    query_noise=0.0,
+):
+    r"""Train one attention head per (replica, scale) on the retrieval task.
+
+    Each model uses the scale :math:`\lambda = c/\sqrt d` for one multiplier
+    :math:`c`; all models of a replica share data and initial weights.
+    Updates: plain SGD, :math:`\theta \leftarrow \theta - \eta\,\nabla L`, or
+    Adam (Kingma & Ba, 2015) with :math:`\beta = (0.9, 0.999)` and
+    :math:`\epsilon = 10^{-8}`.
+
+    Parameters
+    ----------
+    n : int
+        Keys per query in training (the training length :math:`L`), ``>= 2``.
+    d : int
+        Head dimension, ``>= 1``.
+    multipliers : array_like
+        One-dimensional, finite, ``> 0``: the multipliers :math:`c`.
+    m : int, optional
+        Input dimension, ``>= 1``.
+    replicas : int, optional
+        Independent seeds, ``>= 1``.
+    steps, batch : int, optional
+        Optimizer steps and queries per step, ``>= 1``.
+    optimizer : {"adam", "sgd"}
+    learning_rate : float, optional
+        ``> 0``.
+    loss : {"ce", "readout"}
+    seed : int, optional
+        Seeds the generator (``numpy.random.default_rng(seed)``); the same seed
+        gives bitwise the same result.
+    length_rule : {"fixed", "logn"}
+        :math:`\mu(n) = 1` or :math:`\log n/\log L` (equal to 1 in training;
+        kept with the result for evaluation at other lengths).
+    learn_gain : bool, optional
+        Learn the gain :math:`g` (scalable softmax when ``length_rule="logn"``).
+    query_noise : float, optional
+        See :func:`retrieval_batch`.
+
+    Returns
+    -------
+    TrainingResult
+    """
+    n, d, m = _count(n, "n", 2), _count(d, "d"), _count(m, "m")
+    replicas, steps, batch = _count(replicas, "replicas"), _count(steps, "steps"), _count(batch, "batch")
+    multipliers = _validate.real_array(multipliers, "multipliers")
+    if multipliers.ndim != 1 or multipliers.size == 0:
+        raise ValueError(
+            f"multipliers must be a non-empty one-dimensional array, got shape {multipliers.shape}"
+        )
+    if np.any(multipliers <= 0):
+        raise ValueError(f"multipliers must be > 0, got {multipliers[multipliers <= 0][0]:g}")
+    optimizer = _choice(optimizer, "optimizer", OPTIMIZERS)
+    learning_rate = _positive(learning_rate, "learning_rate")
+    loss = _choice(loss, "loss", LOSSES)
+    length_rule = _choice(length_rule, "length_rule", ("fixed", "logn"))
+    if not isinstance(learn_gain, (bool, np.bool_)):
+        raise TypeError(f"learn_gain must be a bool, got {type(learn_gain).__name__}")
+    query_noise = _nonnegative(query_noise, "query_noise")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
+
+    rng = np.random.default_rng(seed)
+    n_scales = multipliers.size
+    scales = multipliers / np.sqrt(d)
+    w_query, w_key = init_projections(replicas, d, m, rng)
+    w_query, w_key = np.repeat(w_query, n_scales, axis=1), np.repeat(w_key, n_scales, axis=1)
+    gain = np.ones((replicas, n_scales))
+    params = [w_query, w_key, gain]
+    first = [np.zeros_like(x) for x in params]
+    second = [np.zeros_like(x) for x in params]
+    losses = np.empty((replicas, n_scales, steps))
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    for step in range(steps):
+        keys, queries, targets = retrieval_batch(replicas, batch, n, m, rng, query_noise)
+        value, grads, _ = _loss_and_gradients(
+            params[0], params[1], scales, params[2], 1.0, keys, queries, targets, loss
+        )
+        losses[:, :, step] = value
+        grads = list(grads)
+        if not learn_gain:
+            grads[2] = np.zeros_like(grads[2])
+        for k in range(3):
+            if optimizer == "sgd":
+                params[k] = params[k] - learning_rate * grads[k]
+            else:
+                first[k] = beta1 * first[k] + (1 - beta1) * grads[k]
+                second[k] = beta2 * second[k] + (1 - beta2) * grads[k] ** 2
+                m_hat = first[k] / (1 - beta1 ** (step + 1))
+                v_hat = second[k] / (1 - beta2 ** (step + 1))
+                params[k] = params[k] - learning_rate * m_hat / (np.sqrt(v_hat) + eps)
+    return TrainingResult(
+        scales=scales,
+        losses=losses,
+        w_query=params[0],
+        w_key=params[1],
+        gain=params[2],
+        train_length=n,
+        loss=loss,
+        length_rule=length_rule,
+    )
+
+
+def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_noise=0.0):
+    r"""Loss, retrieval accuracy and attention entropy of trained models at length ``n``.
+
+    The logits are :math:`z = g\,\lambda\,\mu(n)\,\nu\,r` with the result's
+    learned gain :math:`g`, scale :math:`\lambda`, its length rule
+    :math:`\mu(n)` and an extra evaluation-time ``multiplier`` :math:`\nu`
+    (an array broadcasting against ``(replicas, scales)``, e.g. a length rule
+    applied only at evaluation).
+
+    Parameters
+    ----------
+    result : TrainingResult
+    n : int
+        Keys per query, ``>= 2``.
+    multiplier : float or array_like, optional
+        :math:`\nu > 0`.
+    queries : int, optional
+        Evaluation queries per replica, ``>= 1``.
+    seed : int, optional
+        Seeds the evaluation data.
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        Each of shape ``(replicas, scales)``: ``"loss"`` (the training loss),
+        ``"accuracy"`` (the fraction of queries whose target holds more than
+        half of the weight), ``"entropy"`` (mean Shannon entropy of the
+        attention row, nats) and ``"target_weight"`` (mean :math:`p_t`).
+    """
+    if not isinstance(result, TrainingResult):
+        raise TypeError(f"result must be a TrainingResult, got {type(result).__name__}")
+    n, queries = _count(n, "n", 2), _count(queries, "queries")
+    multiplier = _validate.at_least(multiplier, "multiplier", np.finfo(float).tiny)
+    query_noise = _nonnegative(query_noise, "query_noise")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
+    replicas, n_scales = result.gain.shape
+    multiplier = np.broadcast_to(multiplier, (replicas, n_scales))
+    mu = np.log(n) / np.log(result.train_length) if result.length_rule == "logn" else 1.0
+    rng = np.random.default_rng(seed)
+    m = result.w_query.shape[-1]
+    chunk = max(1, min(queries, 2**22 // (n * m * n_scales * replicas) or 1))
+    totals = {"loss": 0.0, "accuracy": 0.0, "entropy": 0.0, "target_weight": 0.0}
+    done = 0
+    while done < queries:
+        size = min(chunk, queries - done)
+        keys, q_in, targets = retrieval_batch(replicas, size, n, m, rng, query_noise)
+        gain = result.gain * multiplier
+        value, _, (p, z, index) = _loss_and_gradients(
+            result.w_query, result.w_key, result.scales, gain, mu, keys, q_in, targets, result.loss
+        )
+        p_t = np.take_along_axis(p, index, axis=-1)[..., 0]  # (R, B, S)
+        log_z = np.log(np.sum(np.exp(z), axis=-1))
+        entropy = log_z - np.sum(p * z, axis=-1)
+        totals["loss"] = totals["loss"] + value * size
+        totals["accuracy"] = totals["accuracy"] + np.sum(p_t > 0.5, axis=1)
+        totals["entropy"] = totals["entropy"] + np.sum(entropy, axis=1)
+        totals["target_weight"] = totals["target_weight"] + np.sum(p_t, axis=1)
+        done += size
+    return {key: np.asarray(value) / queries for key, value in totals.items()}

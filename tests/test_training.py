@@ -1,0 +1,205 @@
+"""The training module: bad input refused, gradients against finite differences,
+a tiny run that learns, determinism under a seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attnscale as at
+
+
+def _problem(loss, seed=3):
+    rng = np.random.default_rng(seed)
+    replicas, n_scales, d, m, n = 2, 3, 5, 4, 7
+    w_query = rng.standard_normal((replicas, n_scales, d, m)) / 2
+    w_key = rng.standard_normal((replicas, n_scales, d, m)) / 2
+    scales = np.array([0.3, 1.0, 2.5])
+    gain = 1 + 0.1 * rng.standard_normal((replicas, n_scales))
+    batch = at.retrieval_batch(replicas, 3, n, m, rng)
+    return w_query, w_key, scales, gain, batch
+
+
+@pytest.mark.parametrize("loss", ["ce", "readout"])
+def test_gradients_match_central_differences(loss):
+    w_query, w_key, scales, gain, batch = _problem(loss)
+    kwargs = dict(loss=loss, length_factor=1.3)
+    _, (g_query, g_key, g_gain) = at.attention_loss_and_gradients(
+        w_query, w_key, scales, *batch, gain=gain, **kwargs
+    )
+    h = 1e-6
+
+    def value(wq, wk, g):
+        return at.attention_loss_and_gradients(wq, wk, scales, *batch, gain=g, **kwargs)[0]
+
+    for which, array, analytic in [("q", w_query, g_query), ("k", w_key, g_key), ("g", gain, g_gain)]:
+        numeric = np.zeros_like(array)
+        for idx in np.ndindex(array.shape):
+            up, down = array.copy(), array.copy()
+            up[idx] += h
+            down[idx] -= h
+            args_up = {"q": (up, w_key, gain), "k": (w_query, up, gain), "g": (w_query, w_key, up)}[which]
+            args_dn = {"q": (down, w_key, gain), "k": (w_query, down, gain), "g": (w_query, w_key, down)}[
+                which
+            ]
+            numeric[idx] = (value(*args_up) - value(*args_dn))[idx[:2]] / (2 * h)
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-8, err_msg=f"{loss} d/d{which}")
+        # the wrong claim "no scale factor in the chain rule" would fail
+        assert not np.allclose(
+            analytic / scales[None, :, None, None] if which != "g" else 2 * analytic, numeric
+        )
+
+
+def test_cross_entropy_gradient_is_p_minus_onehot():
+    # independent route: dL/dz = p - e_t, so dL/dg = lambda * sum_j (p_j - e_tj) r_j / batch
+    w_query, w_key, scales, gain, batch = _problem("ce")
+    keys, queries, targets = batch
+    _, (_, _, g_gain) = at.attention_loss_and_gradients(w_query, w_key, scales, *batch, gain=gain)
+    raw = at.attention_scores(w_query, w_key, keys, queries)  # (R, B, S, n)
+    z = gain[:, None, :, None] * scales[None, None, :, None] * raw
+    p = np.exp(z - z.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    onehot = np.zeros_like(p)
+    np.put_along_axis(onehot, np.broadcast_to(targets[:, :, None, None], (*p.shape[:3], 1)), 1.0, axis=-1)
+    expected = np.einsum("rbsn,rbsn->rs", p - onehot, raw) * scales / keys.shape[1]
+    np.testing.assert_allclose(g_gain, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_initial_scores_have_variance_d():
+    rng = np.random.default_rng(0)
+    d, m = 32, 16
+    wq, wk = at.init_projections(300, d, m, rng)
+    keys, queries, _ = at.retrieval_batch(300, 2, 64, m, rng)
+    var = at.attention_scores(wq, wk, keys, queries).var() / d
+    assert abs(var - 1.0) < 0.05  # a missing 1/m in the init would give 16
+
+
+@pytest.mark.parametrize("optimizer,lr", [("adam", 0.02), ("sgd", 0.5)])
+def test_tiny_run_learns(optimizer, lr):
+    result = at.train_attention(
+        16, 16, [2.0], replicas=2, steps=150, batch=8, optimizer=optimizer, learning_rate=lr, loss="readout"
+    )
+    start = result.losses[:, 0, :10].mean()
+    end = at.evaluate_attention(result, 16, queries=128, seed=1)["loss"].mean()
+    assert start > 0.3  # uniform attention: about 1/2
+    assert end < 0.05
+
+
+def test_cross_entropy_run_learns():
+    result = at.train_attention(16, 16, [1.0], replicas=2, steps=150, batch=8, loss="ce", learning_rate=0.02)
+    out = at.evaluate_attention(result, 16, queries=128, seed=1)
+    assert out["loss"].mean() < 0.5 < np.log(16)
+    assert out["accuracy"].mean() > 0.8
+
+
+def test_deterministic_under_a_seed():
+    kwargs = dict(replicas=2, steps=20, batch=4, seed=11)
+    a = at.train_attention(32, 8, [0.5, 2.0], **kwargs)
+    b = at.train_attention(32, 8, [0.5, 2.0], **kwargs)
+    c = at.train_attention(32, 8, [0.5, 2.0], **{**kwargs, "seed": 12})
+    np.testing.assert_array_equal(a.losses, b.losses)
+    np.testing.assert_array_equal(a.w_query, b.w_query)
+    assert not np.array_equal(a.losses, c.losses)
+    ea = at.evaluate_attention(a, 64, 1.5, queries=16, seed=2)
+    eb = at.evaluate_attention(b, 64, 1.5, queries=16, seed=2)
+    for key in ea:
+        np.testing.assert_array_equal(ea[key], eb[key])
+
+
+def test_scales_share_data_and_initialization():
+    result = at.train_attention(32, 8, [1.0, 1.0], replicas=2, steps=5, batch=4)
+    np.testing.assert_array_equal(result.losses[:, 0], result.losses[:, 1])
+
+
+def test_logn_rule_and_learned_gain():
+    result = at.train_attention(16, 8, [1.0], replicas=1, steps=30, length_rule="logn", learn_gain=True)
+    assert result.gain[0, 0] != 1.0
+    # at the training length the log n factor is 1: evaluation equals a fixed rule with the same weights
+    fixed = at.TrainingResult(**{**result.__dict__, "length_rule": "fixed"})
+    a = at.evaluate_attention(result, 16, queries=8, seed=0)
+    b = at.evaluate_attention(fixed, 16, queries=8, seed=0)
+    np.testing.assert_allclose(a["loss"], b["loss"], rtol=1e-12)
+    a = at.evaluate_attention(result, 64, queries=8, seed=0)
+    b = at.evaluate_attention(fixed, 64, np.log(64) / np.log(16), queries=8, seed=0)
+    np.testing.assert_allclose(a["entropy"], b["entropy"], rtol=1e-10)
+
+
+def test_entropy_of_uniform_attention_is_log_n():
+    # a zero scale gives uniform rows: entropy log n, target weight 1/n
+    result = at.train_attention(8, 4, [1.0], replicas=1, steps=1, learning_rate=1e-12)
+    zero = at.TrainingResult(**{**result.__dict__, "scales": np.array([0.0])})
+    out = at.evaluate_attention(zero, 50, queries=4, seed=0)
+    np.testing.assert_allclose(out["entropy"], np.log(50), rtol=1e-12)
+    np.testing.assert_allclose(out["target_weight"], 1 / 50, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name", "error"),
+    [
+        (dict(n=1), "n", ValueError),
+        (dict(n=2.5), "n", TypeError),
+        (dict(d=0), "d", ValueError),
+        (dict(multipliers=[]), "multipliers", ValueError),
+        (dict(multipliers=[1.0, -1.0]), "multipliers", ValueError),
+        (dict(multipliers=[np.nan]), "multipliers", ValueError),
+        (dict(multipliers="big"), "multipliers", TypeError),
+        (dict(multipliers=[[1.0]]), "multipliers", ValueError),
+        (dict(optimizer="rmsprop"), "optimizer", ValueError),
+        (dict(optimizer=None), "optimizer", TypeError),
+        (dict(loss="mse"), "loss", ValueError),
+        (dict(learning_rate=0.0), "learning_rate", ValueError),
+        (dict(learning_rate=np.inf), "learning_rate", ValueError),
+        (dict(steps=0), "steps", ValueError),
+        (dict(batch=True), "batch", TypeError),
+        (dict(replicas=0), "replicas", ValueError),
+        (dict(seed=-1), "seed", TypeError),
+        (dict(seed=1.5), "seed", TypeError),
+        (dict(length_rule="sqrt"), "length_rule", ValueError),
+        (dict(learn_gain="yes"), "learn_gain", TypeError),
+        (dict(query_noise=-0.1), "query_noise", ValueError),
+    ],
+)
+def test_train_refuses_bad_input(kwargs, name, error):
+    args = dict(n=8, d=4, multipliers=[1.0], steps=1, replicas=1)
+    args.update(kwargs)
+    with pytest.raises(error, match=name):
+        at.train_attention(args.pop("n"), args.pop("d"), args.pop("multipliers"), **args)
+
+
+def test_other_functions_refuse_bad_input():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="n"):
+        at.retrieval_batch(1, 1, 1, 4, rng)
+    with pytest.raises(TypeError, match="rng"):
+        at.retrieval_batch(1, 1, 4, 4, 0)
+    with pytest.raises(ValueError, match="query_noise"):
+        at.retrieval_batch(1, 1, 4, 4, rng, query_noise=np.nan)
+    with pytest.raises(TypeError, match="rng"):
+        at.init_projections(1, 4, 4, None)
+    w_query, w_key, scales, _, batch = _problem("ce")
+    with pytest.raises(ValueError, match="scales"):
+        at.attention_loss_and_gradients(w_query, w_key, scales[:2], *batch)
+    with pytest.raises(ValueError, match="scales"):
+        at.attention_loss_and_gradients(w_query, w_key, -scales, *batch)
+    with pytest.raises(ValueError, match="w_query"):
+        at.attention_loss_and_gradients(w_query[0], w_key, scales, *batch)
+    with pytest.raises(ValueError, match="targets"):
+        keys, queries, targets = batch
+        at.attention_loss_and_gradients(w_query, w_key, scales, keys, queries, targets + 100)
+    with pytest.raises(ValueError, match="loss"):
+        at.attention_loss_and_gradients(w_query, w_key, scales, *batch, loss="hinge")
+    with pytest.raises(ValueError, match="gain"):
+        at.attention_loss_and_gradients(w_query, w_key, scales, *batch, gain=np.ones(3))
+    with pytest.raises(ValueError, match="length_factor"):
+        at.attention_loss_and_gradients(w_query, w_key, scales, *batch, length_factor=0.0)
+    with pytest.raises(ValueError, match="keys"):
+        at.attention_scores(w_query, w_key, batch[0][..., :2], batch[1])
+    result = at.train_attention(8, 4, [1.0], replicas=1, steps=1)
+    with pytest.raises(TypeError, match="result"):
+        at.evaluate_attention({}, 8)
+    with pytest.raises(ValueError, match="multiplier"):
+        at.evaluate_attention(result, 8, 0.0)
+    with pytest.raises(ValueError, match="n"):
+        at.evaluate_attention(result, 1)
+    with pytest.raises(TypeError, match="queries"):
+        at.evaluate_attention(result, 8, queries=2.0)
