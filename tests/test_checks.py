@@ -70,3 +70,10 @@ def test_a_zero_desired_value_or_alternative_raises_no_warning():
     with pytest.raises(CheckFailed):
         check_close(1e300, 0.0, check="far", atol=1.0, exempt="test")
     check_close(5.0, 5.0, check="zero alternative", atol=1.0, rules_out={"zero": 0.0})
+
+
+def test_failure_message_with_array_tolerance():
+    import attnscale as at
+
+    with pytest.raises(at.CheckFailed, match=r"atol=0.1..0.2"):
+        at.check_close([1.0, 1.0], [2.0, 2.0], check="x", rtol=0, atol=np.array([0.1, 0.2]))

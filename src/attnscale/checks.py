@@ -52,6 +52,14 @@ def _alternatives(rules_out, exempt, check):
     return dict(rules_out)
 
 
+def _fmt(tolerance):
+    """A tolerance for a message: a number, or the range of an array of them."""
+    arr = np.asarray(tolerance, dtype=float)
+    if arr.ndim == 0 or arr.size == 1:
+        return f"{float(arr.ravel()[0]):g}"
+    return f"{float(arr.min()):g}..{float(arr.max()):g}"
+
+
 def _compare(actual, desired, rtol, atol):
     a, b = np.broadcast_arrays(np.asarray(actual, dtype=float), np.asarray(desired, dtype=float))
     # desired may be 0 or infinite; a NaN on either side never passes
@@ -115,14 +123,14 @@ def check_close(
         raise CheckFailed(
             f"check failed: {check}{where}: got {got!r}, expected {want!r} "
             f"(|difference| {err.ravel()[worst]:.3e} > allowed {allowed.ravel()[worst]:.3e}; "
-            f"rtol={rtol:g}, atol={atol:g}; {int(bad.sum())} of {a.size} values outside)"
+            f"rtol={_fmt(rtol)}, atol={_fmt(atol)}; {int(bad.sum())} of {a.size} values outside)"
         )
     for name, value in alternatives.items():
         *_, alt_bad, alt_rel = _compare(actual, value, rtol, atol)
         if not np.any(alt_bad):
             raise CheckCannotDiscriminate(
                 f"check cannot discriminate: {check}: the wrong claim '{name}' also passes "
-                f"(rtol={rtol:g}, atol={atol:g}; largest relative distance to it "
+                f"(rtol={_fmt(rtol)}, atol={_fmt(atol)}; largest relative distance to it "
                 f"{float(np.max(alt_rel)) if alt_rel.size else 0.0:.3e}); tighten the tolerance or "
                 "compare a quantity that separates the claims"
             )
