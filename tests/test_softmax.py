@@ -179,7 +179,9 @@ def mp_frobenius(s, alpha):
     ],
 )
 def test_frobenius_against_mpmath(s, alpha):
-    assert float(at.gradient_frobenius(s, alpha)) == pytest.approx(mp_frobenius(s, alpha), rel=1e-12, abs=1e-300)
+    assert float(at.gradient_frobenius(s, alpha)) == pytest.approx(
+        mp_frobenius(s, alpha), rel=1e-12, abs=1e-300
+    )
 
 
 def test_frobenius_random_against_mpmath():
@@ -188,7 +190,9 @@ def test_frobenius_random_against_mpmath():
         n = int(rng.integers(2, 9))
         s = rng.normal(size=n) * 10 ** rng.uniform(-2, 3)
         alpha = 10 ** rng.uniform(-3, 2)
-        assert float(at.gradient_frobenius(s, alpha)) == pytest.approx(mp_frobenius(s, alpha), rel=1e-12, abs=1e-300)
+        assert float(at.gradient_frobenius(s, alpha)) == pytest.approx(
+            mp_frobenius(s, alpha), rel=1e-12, abs=1e-300
+        )
 
 
 def test_frobenius_matches_the_matrix_norm_and_known_values():
@@ -196,11 +200,15 @@ def test_frobenius_matches_the_matrix_norm_and_known_values():
     s = rng.normal(size=(4, 6, 9))
     alpha = rng.uniform(0, 5, size=(4, 6))
     np.testing.assert_allclose(
-        at.gradient_frobenius(s, alpha), np.linalg.norm(at.softmax_jacobian(s, alpha), axis=(-2, -1)), rtol=1e-13
+        at.gradient_frobenius(s, alpha),
+        np.linalg.norm(at.softmax_jacobian(s, alpha), axis=(-2, -1)),
+        rtol=1e-13,
     )
     # uniform row: ||J||_F = alpha sqrt(n - 1) / n
     for n in (1, 2, 7, 100):
-        np.testing.assert_allclose(at.gradient_frobenius(np.zeros(n), 3.0), 3.0 * np.sqrt(n - 1) / n, rtol=1e-14)
+        np.testing.assert_allclose(
+            at.gradient_frobenius(np.zeros(n), 3.0), 3.0 * np.sqrt(n - 1) / n, rtol=1e-14
+        )
     assert at.gradient_frobenius(np.zeros((2, 3)), np.linspace(0, 1, 5)[:, None]).shape == (5, 2)
 
 

@@ -90,12 +90,24 @@ CALLS = [
     (at.cosine_law, dict(d=16), dict(d="dimension")),
     (at.typical_row_scales, dict(n=8, rows=10, seeds=2), dict(n="count", rows="count", seeds="count")),
     (at.yarn_mscale, dict(stretch=2.0), dict(stretch="std")),
-    (at.longrope_attention_factor, dict(factor=32.0, train_length=4096), dict(factor="std", train_length="keys")),
+    (
+        at.longrope_attention_factor,
+        dict(factor=32.0, train_length=4096),
+        dict(factor="std", train_length="keys"),
+    ),
     (at.llama4_attention_scale, dict(n=9000), dict(n="fan", floor_scale="fan", attn_scale="scale")),
-    (at.infoscale_factor, dict(n=1024, d=128, train_length=512), dict(n="keys", d="fan", train_length="keys")),
+    (
+        at.infoscale_factor,
+        dict(n=1024, d=128, train_length=512),
+        dict(n="keys", d="fan", train_length="keys"),
+    ),
     (at.critical_scale, dict(n=100, rho=0.2), dict(n="keys", rho="std")),
     (at.adaptive_temperature, dict(entropy=2.0), dict(entropy="scale")),
-    (at.head_scale_from_entropy, dict(entropy=3.0, train_length=512), dict(entropy="std", train_length="keys")),
+    (
+        at.head_scale_from_entropy,
+        dict(entropy=3.0, train_length=512),
+        dict(entropy="std", train_length="keys"),
+    ),
     (
         at.entropy_matched_scale,
         dict(n=1024, train_length=512, alpha_train=1.0),

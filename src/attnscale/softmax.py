@@ -264,7 +264,8 @@ def gradient_frobenius(s, alpha=1.0):
        \Bigl\lVert \frac{\partial p}{\partial s} \Bigr\rVert_F
        = \alpha \sqrt{\textstyle\sum_i p_i^2 - 2 \sum_i p_i^3 + \bigl(\sum_i p_i^2\bigr)^2},
 
-    evaluated as :math:`\alpha\,\bigl[\sum_i p_i^2\,\bigl((1 - p_i)^2 + \sum_{j \ne i} p_j^2\bigr)\bigr]^{1/2}`,
+    evaluated as
+    :math:`\alpha\,\bigl[\sum_i p_i^2\,\bigl((1 - p_i)^2 + \sum_{j \ne i} p_j^2\bigr)\bigr]^{1/2}`,
     a sum of non-negative terms (the diagonal and the off-diagonal entries
     of row :math:`i`).  The complement :math:`1 - p_i` and, for the largest
     weight, :math:`\sum_{j \ne i} p_j^2` are summed from the other weights,
