@@ -99,6 +99,8 @@ def _is_symbolic(test):
                 return True
         if isinstance(node, ast.Attribute) and _root(node) in SYMPY_ROOTS:
             return True
+        if isinstance(node, ast.Attribute) and node.attr.startswith("is_"):  # SymPy assumptions
+            return True
     return False
 
 
