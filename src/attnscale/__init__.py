@@ -16,6 +16,17 @@ from .entropy import (
     gaussian_meanfield_entropy,
     softmax_entropy,
 )
+from .exact import (
+    ScoreLaw,
+    cosine_law,
+    expected_collision,
+    expected_entropy,
+    expected_gradient,
+    expected_max_weight,
+    gaussian_law,
+    gradient_limit,
+)
+from .formatting import format_number, format_uncertain
 from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
 from .initialization import (
     activation_second_moment,
@@ -25,7 +36,13 @@ from .initialization import (
     uniform_bound,
     xavier_std,
 )
-from .montecarlo import sample_cosine_scores, sample_gaussian_scores, sampled_objective
+from .montecarlo import (
+    TypicalRowScales,
+    sample_cosine_scores,
+    sample_gaussian_scores,
+    sampled_objective,
+    typical_row_scales,
+)
 from .plotting import use_book_style
 from .recipes import (
     Recommendation,
@@ -54,6 +71,8 @@ __all__ = [
     "CheckFailed",
     "Recommendation",
     "ScaleEntry",
+    "ScoreLaw",
+    "TypicalRowScales",
     "activation_second_moment",
     "activation_second_moments",
     "best_causal_scale",
@@ -62,17 +81,26 @@ __all__ = [
     "collision_probability",
     "cosine_alpha_star",
     "cosine_density",
+    "cosine_law",
     "cosine_log_mgf",
     "cosine_objective",
     "entropy_invariant_scale",
     "entropy_matching_scale",
+    "expected_collision",
+    "expected_entropy",
+    "expected_gradient",
+    "expected_max_weight",
     "fit_attention_parameter",
+    "format_number",
+    "format_uncertain",
     "gaussian_alpha_star",
+    "gaussian_law",
     "gaussian_log_mgf",
     "gaussian_meanfield_entropy",
     "gaussian_objective",
     "gradient_fraction",
     "gradient_l1",
+    "gradient_limit",
     "gradient_objective",
     "he_std",
     "layer_second_moments",
@@ -92,6 +120,7 @@ __all__ = [
     "softmax_jacobian",
     "standard_scale",
     "truncated_normal_std",
+    "typical_row_scales",
     "uniform_bound",
     "use_book_style",
     "xavier_std",

@@ -12,11 +12,19 @@ maxima comparable.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import _validate
 
-__all__ = ["sample_cosine_scores", "sample_gaussian_scores", "sampled_objective"]
+__all__ = [
+    "TypicalRowScales",
+    "sample_cosine_scores",
+    "sample_gaussian_scores",
+    "sampled_objective",
+    "typical_row_scales",
+]
 
 
 def _count(value, name, lower=1):
@@ -112,3 +120,157 @@ def sampled_objective(scores, alphas):
         total = w.sum(axis=1)
         out[k] = alpha * (1.0 - np.einsum("ij,ij->i", w, w) / (total * total))
     return out
+
+
+@dataclass(frozen=True)
+class TypicalRowScales:
+    r"""Scales that maximize the gradient of a *typical* row, with their spread over seeds.
+
+    Every field named after a criterion holds ``(estimate, half_width)``: the
+    mean over independent seeds and the half-width of its 95% Student-t
+    confidence interval.
+
+    Attributes
+    ----------
+    median : (float, float)
+        Maximizer over :math:`\alpha` of the median over rows of
+        :math:`\alpha(1 - \sum_i p_i^2)`.
+    mean_log : (float, float)
+        Maximizer of the mean over rows of :math:`\log \alpha(1 - \sum_i p_i^2)`.
+    per_row : (float, float)
+        Median over rows of each row's own maximizer.
+    flat : (float, float)
+        Ends of the range of :math:`\alpha` over which the pooled median curve
+        stays within ``flat_level`` of its peak (a measure of how sharp the
+        median criterion is).
+    per_seed : dict
+        The three criteria for every seed (arrays).
+    alphas, median_curve : numpy.ndarray
+        The grid and the median curve over all rows pooled.
+    """
+
+    median: tuple
+    mean_log: tuple
+    per_row: tuple
+    flat: tuple
+    per_seed: dict
+    alphas: np.ndarray
+    median_curve: np.ndarray
+
+
+def _refined_argmax(alphas, values):
+    """Argmax on a log grid, refined by a parabola through the peak and its neighbours (in log alpha)."""
+    x = np.log(alphas)
+    k = np.argmax(values, axis=0)
+    k = np.clip(k, 1, len(alphas) - 2)
+    cols = np.arange(values.shape[1]) if values.ndim == 2 else None
+    y0, y1, y2 = (values[k + j, cols] if cols is not None else values[k + j] for j in (-1, 0, 1))
+    h = x[1] - x[0]
+    denom = y0 - 2 * y1 + y2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.where(denom < 0, 0.5 * h * (y0 - y2) / denom, 0.0)
+    return np.exp(x[k] + np.clip(shift, -h, h))
+
+
+def typical_row_scales(
+    n, *, scores="gaussian", d=None, rows=400, seeds=5, alphas=None, seed=0, flat_level=0.98
+):
+    r"""Typical-row maximizers of the gradient :math:`\alpha(1 - \sum_i p_i^2)`, by sampling.
+
+    The *expected* gradient for i.i.d. scores rises monotonically towards its
+    :math:`\alpha \to \infty` limit (:func:`attnscale.expected_gradient`), so
+    it names no best scale; a typical row does.  Three criteria are
+    estimated on ``seeds`` independent batches of ``rows`` rows each (common
+    random numbers across :math:`\alpha` within a batch):
+
+    * ``median``: the maximizer of the median over rows;
+    * ``mean_log``: the maximizer of the mean of the logarithm;
+    * ``per_row``: the median of the rows' own maximizers.
+
+    Parameters
+    ----------
+    n : int
+        Keys per row, ``>= 2``.
+    scores : {"gaussian", "cosine"}
+        Standard normal scores, or cosines in dimension ``d``.
+    d : float, optional
+        Dimension, required with ``scores="cosine"``.
+    rows, seeds : int
+        Rows per batch (``>= 10``) and independent batches (``>= 2``).
+    alphas : array_like, optional
+        Increasing, log-spaced grid of scales; by default 64 points from
+        :math:`0.3\,\alpha^*` to :math:`30\,\alpha^*` of the mean-field optimum.
+    seed : int
+        Seed of the first batch; batch ``k`` uses ``seed + k``.
+    flat_level : float
+        Level, relative to the peak, that defines the ``flat`` range.
+
+    Returns
+    -------
+    TypicalRowScales
+    """
+    from scipy import stats
+
+    from .cosine import cosine_alpha_star
+    from .gaussian import gaussian_alpha_star
+
+    n = _count(n, "n", 2)
+    rows = _count(rows, "rows", 10)
+    seeds = _count(seeds, "seeds", 2)
+    seed = _count(seed, "seed", 0)
+    if scores == "gaussian":
+        if d is not None:
+            raise ValueError("d is only used with scores='cosine'")
+        star = float(gaussian_alpha_star(n))
+    elif scores == "cosine":
+        if d is None:
+            raise ValueError("d (the head dimension) is required with scores='cosine'")
+        d = float(_validate.dimension(d))
+        star = float(cosine_alpha_star(n, d))
+    else:
+        raise ValueError(f"scores must be 'gaussian' or 'cosine', got {scores!r}")
+    if not 0.0 < flat_level < 1.0:
+        raise ValueError(f"flat_level must lie in (0, 1), got {flat_level!r}")
+    alphas = (
+        np.geomspace(0.3 * star, 30.0 * star, 64) if alphas is None else _validate.scale(alphas, "alphas")
+    )
+    if alphas.ndim != 1 or alphas.size < 5 or np.any(alphas <= 0):
+        raise ValueError("alphas must be a one-dimensional grid of at least 5 positive scales")
+    ratio = alphas[1:] / alphas[:-1]
+    if not np.allclose(ratio, ratio[0], rtol=1e-9) or ratio[0] <= 1:
+        raise ValueError("alphas must be increasing and log-spaced (np.geomspace)")
+
+    per_seed = {"median": [], "mean_log": [], "per_row": []}
+    pooled = []
+    for k in range(seeds):
+        rng = np.random.default_rng(seed + k)
+        s = (
+            sample_gaussian_scores(rows, n, rng)
+            if scores == "gaussian"
+            else sample_cosine_scores(rows, n, d, rng)
+        )
+        values = sampled_objective(s, alphas)  # (alphas, rows)
+        pooled.append(values)
+        floor = alphas[:, None] * 1e-15  # below the objective's absolute rounding error
+        per_seed["median"].append(float(_refined_argmax(alphas, np.median(values, axis=1))))
+        per_seed["mean_log"].append(
+            float(_refined_argmax(alphas, np.mean(np.log(np.maximum(values, floor)), axis=1)))
+        )
+        per_seed["per_row"].append(float(np.median(_refined_argmax(alphas, values))))
+    t = stats.t.ppf(0.975, seeds - 1)
+
+    def summary(v):
+        v = np.asarray(v)
+        return float(v.mean()), float(t * v.std(ddof=1) / np.sqrt(v.size))
+
+    curve = np.median(np.concatenate(pooled, axis=1), axis=1)
+    inside = np.flatnonzero(curve >= flat_level * curve.max())
+    return TypicalRowScales(
+        median=summary(per_seed["median"]),
+        mean_log=summary(per_seed["mean_log"]),
+        per_row=summary(per_seed["per_row"]),
+        flat=(float(alphas[inside[0]]), float(alphas[inside[-1]])),
+        per_seed={key: np.asarray(v) for key, v in per_seed.items()},
+        alphas=alphas,
+        median_curve=curve,
+    )

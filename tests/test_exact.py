@@ -1,0 +1,220 @@
+"""Exact finite-n expectations (attnscale.exact) against independent routes.
+
+* n = 2: closed forms in one variable (the score difference), by mpmath at 50 digits;
+* the gap density at zero (the alpha -> infinity limit), by mpmath at 50 digits;
+* general n: nested adaptive quadrature of the identities, written without
+  attnscale (tests/references.py);
+* Monte Carlo with many rows, within 4.5 standard errors, up to n = 1e6;
+* two formulas the package computes separately: E sum p^2 + E[alpha(1 - sum p^2)]/alpha = 1;
+* a reader's own ScoreLaw (uniform on [-1, 1]) against the cosine law at d = 3,
+  which is the same law shifted.
+"""
+
+from __future__ import annotations
+
+import mpmath as mp
+import numpy as np
+import pytest
+import references
+
+import attnscale as at
+
+DPS = 50
+
+
+def _two_key_references(alpha, difference_density, lower, upper):
+    """(E sum p^2, E alpha(1 - sum p^2), E H, E max p) for n = 2 by mpmath, from the score difference u."""
+    with mp.workdps(DPS):
+        a = mp.mpf(alpha)
+
+        def both(fun):  # integrate over u >= 0 and double (each statistic is even in u)
+            return 2 * mp.quad(lambda u: difference_density(u) * fun(a * u), [0, min(1 / a, upper), upper])
+
+        def weight(x):  # the larger weight, 1 / (1 + e^-x)
+            return 1 / (1 + mp.exp(-x))
+
+        collision = both(lambda x: weight(x) ** 2 + (1 - weight(x)) ** 2)
+        spread = both(lambda x: 2 * weight(x) * (1 - weight(x)))
+        entropy = both(lambda x: mp.log1p(mp.exp(-x)) + x * (1 - weight(x)))
+        largest = both(weight)
+        return [float(v) for v in (collision, a * spread, entropy, largest)]
+
+
+STATISTICS = [at.expected_collision, at.expected_gradient, at.expected_entropy, at.expected_max_weight]
+
+
+@pytest.mark.parametrize("alpha", [1e-3, 0.3, 1.0, 4.0, 30.0, 1e3])
+def test_two_gaussian_keys_against_mpmath(alpha):
+    # s1 - s2 ~ N(0, 2)
+    refs = _two_key_references(alpha, lambda u: mp.exp(-u * u / 4) / mp.sqrt(4 * mp.pi), 0, mp.inf)
+    got = [f(alpha, 2) for f in STATISTICS]
+    np.testing.assert_allclose(got, refs, rtol=1e-9)
+
+
+@pytest.mark.parametrize("alpha", [1e-2, 1.0, 10.0, 300.0, 1e4])
+def test_two_cosine_keys_at_d3_against_mpmath(alpha):
+    # d = 3: the cosine is uniform on [-1, 1]; the difference is triangular on [-2, 2]
+    refs = _two_key_references(alpha, lambda u: (2 - abs(u)) / 4, 0, 2)
+    got = [f(alpha, 2, "cosine", 3) for f in STATISTICS]
+    np.testing.assert_allclose(got, refs, rtol=1e-9)
+
+
+@pytest.mark.parametrize("n", [2, 3, 100, 1e6, 1e9])
+def test_gradient_limit_against_mpmath(n):
+    with mp.workdps(DPS):
+        m = mp.mpf(n)
+        peak = mp.sqrt(2 * mp.log(m)) if n > 2 else 0
+        ref = (
+            m
+            * (m - 1)
+            * mp.quad(
+                lambda s: mp.npdf(s) ** 2 * mp.ncdf(s) ** (m - 2),
+                [-mp.inf, 0, peak - 1, peak, peak + 1, mp.inf],
+            )
+        )
+    assert at.gradient_limit(n) == pytest.approx(float(ref), rel=1e-10)
+
+
+def test_gradient_limit_closed_forms():
+    # uniform scores (cosine at d = 3): n(n-1)/4 * int F^(n-2) ds = n/2
+    n = np.array([2.0, 10.0, 1e4, 1e9])
+    np.testing.assert_allclose(at.gradient_limit(n, "cosine", 3), n / 2, rtol=1e-10)
+    # d = 2: f^2 is not integrable at the ends, the limit is infinite
+    assert at.gradient_limit(100, "cosine", 2) == np.inf
+
+
+@pytest.mark.parametrize(("alpha", "n"), list(references.NESTED_QUADRATURE))
+def test_against_nested_quadrature(alpha, n):
+    functions = {
+        "collision": at.expected_collision,
+        "gradient": at.expected_gradient,
+        "entropy": at.expected_entropy,
+    }
+    for what, ref in references.NESTED_QUADRATURE[(alpha, n)].items():
+        assert functions[what](alpha, n) == pytest.approx(ref, rel=1e-10), what
+
+
+@pytest.mark.parametrize(
+    "scores,d", [("gaussian", None), ("cosine", 2), ("cosine", 3), ("cosine", 128), ("cosine", 65536)]
+)
+def test_collision_and_gradient_formulas_agree(scores, d):
+    alpha = np.array([1e-3, 0.1, 1.0, 7.0, 60.0, 1e3])
+    for n in (2, 50, 1e5, 1e9):
+        c = at.expected_collision(alpha, n, scores, d)
+        g = at.expected_gradient(alpha, n, scores, d)
+        np.testing.assert_allclose(c + g / alpha, 1.0, rtol=0, atol=1e-9)
+
+
+def _sampled(rows, n, alpha, rng, chunk=16, scores="gaussian", d=None):
+    stats = []
+    for start in range(0, rows, chunk):
+        m = min(chunk, rows - start)
+        s = (
+            rng.standard_normal((m, int(n)))
+            if scores == "gaussian"
+            else at.sample_cosine_scores(m, int(n), d, rng)
+        )
+        p = at.softmax(s, alpha)
+        c = np.sum(p * p, axis=1)
+        h = -np.sum(p * np.log(np.where(p > 0, p, 1.0)), axis=1)
+        stats.append(np.stack([c, alpha * (1 - c), h, p.max(axis=1)], axis=1))
+    return np.concatenate(stats)
+
+
+@pytest.mark.parametrize(
+    ("n", "alpha", "rows", "scores", "d"),
+    [
+        (8, 1.5, 20000, "gaussian", None),
+        (512, 2.0, 4000, "gaussian", None),
+        (512, 12.0, 4000, "gaussian", None),
+        (4096, 0.5, 1000, "gaussian", None),
+        (1e6, 1.0, 64, "gaussian", None),
+        (64, 25.0, 4000, "cosine", 128),
+    ],
+)
+def test_monte_carlo_within_standard_errors(n, alpha, rows, scores, d):
+    rng = np.random.default_rng(int(n * 7 + alpha * 1000))
+    sample = _sampled(rows, n, alpha, rng, scores=scores, d=d)
+    mean, se = sample.mean(axis=0), sample.std(axis=0, ddof=1) / np.sqrt(rows)
+    exact = np.array([f(alpha, n, scores, d) for f in STATISTICS])
+    assert np.all(np.abs(mean - exact) <= 4.5 * se), (mean, exact, se)
+
+
+def test_own_law_uniform_equals_cosine_d3():
+    uniform = at.ScoreLaw(
+        "uniform",
+        lambda z: np.full(np.shape(z), -np.log(2.0)),
+        lambda z: z,
+        lambda s: s,
+        (-1.0, 1.0),
+        panels=8,
+    )
+    alpha = np.array([0.5, 5.0, 80.0])
+    for f in STATISTICS:
+        np.testing.assert_allclose(f(alpha, 300, uniform), f(alpha, 300, "cosine", 3), rtol=1e-9)
+    assert at.gradient_limit(300, uniform) == pytest.approx(150.0, rel=1e-9)
+
+
+def test_values_at_zero_scale_and_bounds():
+    n = np.array([2.0, 17.0, 1e9])
+    np.testing.assert_array_equal(at.expected_collision(0.0, n), 1 / n)
+    np.testing.assert_array_equal(at.expected_gradient(0.0, n), 0.0)
+    np.testing.assert_array_equal(at.expected_entropy(0.0, n), np.log(n))
+    np.testing.assert_array_equal(at.expected_max_weight(0.0, n), 1 / n)
+    alpha = np.geomspace(1e-4, 1e3, 12)[:, None]
+    h = at.expected_entropy(alpha, n)
+    assert np.all((h >= 0) & (h <= np.log(n) + 1e-12))
+    assert np.all(np.diff(h, axis=0) < 0)  # a larger scale concentrates the row
+
+
+def test_broadcasting_shape():
+    out = at.expected_gradient(np.array([[0.5], [1.0], [2.0]]), np.array([2, 10, 100, 1000]))
+    assert out.shape == (3, 4)
+    assert isinstance(at.expected_gradient(1.0, 10), float)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"alpha": -1.0, "n": 10}, ValueError, "alpha"),
+        ({"alpha": np.nan, "n": 10}, ValueError, "alpha"),
+        ({"alpha": "1", "n": 10}, TypeError, "alpha"),
+        ({"alpha": 1.0, "n": 1}, ValueError, "n"),
+        ({"alpha": 1.0, "n": 2e9}, ValueError, "n"),
+        ({"alpha": 2e3, "n": 10}, ValueError, "alpha"),
+        ({"alpha": 1.0, "n": 10, "scores": "laplace"}, ValueError, "scores"),
+        ({"alpha": 1.0, "n": 10, "scores": 3}, TypeError, "scores"),
+        ({"alpha": 1.0, "n": 10, "scores": "cosine"}, ValueError, "d"),
+        ({"alpha": 1.0, "n": 10, "scores": "cosine", "d": 1}, ValueError, "d"),
+        ({"alpha": 1.0, "n": 10, "d": 64}, ValueError, "d"),
+        ({"alpha": 2e4, "n": 10, "scores": "cosine", "d": 64}, ValueError, "alpha"),
+    ],
+)
+def test_bad_input_is_refused(kwargs, error, match):
+    for f in STATISTICS:
+        with pytest.raises(error, match=match):
+            f(**kwargs)
+
+
+def test_bad_law_is_refused():
+    with pytest.raises(ValueError, match="integrates"):
+        at.ScoreLaw(
+            "half", lambda z: np.full(np.shape(z), -np.log(4.0)), lambda z: z, lambda s: s, (-1.0, 1.0)
+        )
+    with pytest.raises(ValueError, match="z_range"):
+        at.ScoreLaw("empty", lambda z: z, lambda z: z, lambda s: s, (1.0, 1.0))
+    with pytest.raises(TypeError, match="callable"):
+        at.ScoreLaw("x", 3, lambda z: z, lambda s: s, (0.0, 1.0))
+    with pytest.raises(ValueError, match="n"):
+        at.gradient_limit(1)
+
+
+def test_no_warnings_at_the_ends_of_the_domain():
+    # pytest turns every warning into an error; sweep the documented corners
+    for n in (2, 1e9):
+        for alpha in (1e-12, 1e3):
+            for f in STATISTICS:
+                assert np.isfinite(f(alpha, n))
+        for d in (2, 65536):
+            for alpha in (1e-12, 1e4):
+                assert np.isfinite(at.expected_gradient(alpha, n, "cosine", d))
