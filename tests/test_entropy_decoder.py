@@ -98,8 +98,29 @@ def test_retrieval_error_matches_the_definitions():
         "softmax_logn": mse(at.softmax(scores, theta * np.log(64) / np.log(L))),
         "relu2_n": mse(relu2 / (theta * 64)),
         "relu2_fixed": mse(relu2 / (theta * L)),
+        "relu2_row": mse(relu2 / relu2.sum(axis=-1, keepdims=True)),
     }
+    assert set(expected) == set(at.ATTENTIONS)
     for kind, value in expected.items():
         assert at.retrieval_error(kind, theta, scores, values, train_length=L) == pytest.approx(
             value, rel=1e-12
         )
+
+
+def test_row_normalized_relu2_has_no_parameter_and_handles_empty_rows():
+    rng = np.random.default_rng(8)
+    scores, values = at.retrieval_task(30, 16, rng, distractor_mean=-1.0)
+    assert at.fit_attention_parameter("relu2_row", scores, values) == 1.0
+    errors = [at.retrieval_error("relu2_row", t, scores, values) for t in (1e-3, 1.0, 1e3)]
+    assert errors[0] == errors[1] == errors[2]  # theta cancels (positive homogeneity)
+    # a row with no positive score gets zero weights: output 0, error 1
+    negative = -np.ones((1, 5))
+    assert at.retrieval_error("relu2_row", 1.0, negative, np.ones((1, 5))) == 1.0
+
+
+def test_unknown_attention_is_refused():
+    scores, values = at.retrieval_task(4, 8, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        at.fit_attention_parameter("relu3", scores, values)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        at.retrieval_error("relu3", 1.0, scores, values)

@@ -128,7 +128,7 @@ def _sampled(rows, n, alpha, rng, chunk=16, scores="gaussian", d=None):
         (512, 2.0, 4000, "gaussian", None),
         (512, 12.0, 4000, "gaussian", None),
         (4096, 0.5, 1000, "gaussian", None),
-        (1e6, 1.0, 64, "gaussian", None),
+        (1e6, 1.0, 24, "gaussian", None),
         (64, 25.0, 4000, "cosine", 128),
     ],
 )

@@ -151,3 +151,77 @@ def test_invariants(s, alpha):
 def test_bad_input(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def mp_frobenius(s, alpha):
+    """||J||_F from the entries of the Jacobian, summed in mpmath."""
+    s = [mpmath.mpf(float(x)) for x in s]
+    a = mpmath.mpf(float(alpha))
+    spread = float(a * (max(s) - min(s)))
+    with mpmath.workdps(40 + int(min(spread, 1000.0) / 2.3)):
+        e = [mpmath.exp(a * x) for x in s]
+        z = mpmath.fsum(e)
+        p = [x / z for x in e]
+        n = len(p)
+        total = mpmath.fsum(
+            (a * (p[i] * (1 if i == j else 0) - p[i] * p[j])) ** 2 for i in range(n) for j in range(n)
+        )
+        return float(mpmath.sqrt(total))
+
+
+@pytest.mark.parametrize(
+    ("s", "alpha"),
+    [
+        *CASES,
+        ([0.0, -1.0], 700.0),  # ||J||_F ~ 1e-301: its square is below the float range
+        ([0.0, -1.0, -1.5, -30.0], 650.0),
+        ([0.0, 1e-9, -3.0], 1e6),
+    ],
+)
+def test_frobenius_against_mpmath(s, alpha):
+    assert float(at.gradient_frobenius(s, alpha)) == pytest.approx(mp_frobenius(s, alpha), rel=1e-12, abs=1e-300)
+
+
+def test_frobenius_random_against_mpmath():
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        n = int(rng.integers(2, 9))
+        s = rng.normal(size=n) * 10 ** rng.uniform(-2, 3)
+        alpha = 10 ** rng.uniform(-3, 2)
+        assert float(at.gradient_frobenius(s, alpha)) == pytest.approx(mp_frobenius(s, alpha), rel=1e-12, abs=1e-300)
+
+
+def test_frobenius_matches_the_matrix_norm_and_known_values():
+    rng = np.random.default_rng(3)
+    s = rng.normal(size=(4, 6, 9))
+    alpha = rng.uniform(0, 5, size=(4, 6))
+    np.testing.assert_allclose(
+        at.gradient_frobenius(s, alpha), np.linalg.norm(at.softmax_jacobian(s, alpha), axis=(-2, -1)), rtol=1e-13
+    )
+    # uniform row: ||J||_F = alpha sqrt(n - 1) / n
+    for n in (1, 2, 7, 100):
+        np.testing.assert_allclose(at.gradient_frobenius(np.zeros(n), 3.0), 3.0 * np.sqrt(n - 1) / n, rtol=1e-14)
+    assert at.gradient_frobenius(np.zeros((2, 3)), np.linspace(0, 1, 5)[:, None]).shape == (5, 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(scores, scales)
+def test_frobenius_bounds(s, alpha):
+    # ||J||_F <= ||J||_1 (entrywise), i.e. <= 2 alpha (1 - sum p^2), and >= 0
+    fro = float(at.gradient_frobenius(s, alpha))
+    assert np.isfinite(fro) and fro >= 0
+    assert fro <= 2 * float(at.gradient_objective(s, alpha)) * (1 + 1e-12) + 1e-300
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: at.gradient_frobenius([]), ValueError, "s must not be empty"),
+        (lambda: at.gradient_frobenius([1.0, np.nan]), ValueError, "s must be finite"),
+        (lambda: at.gradient_frobenius([1.0, 2.0], alpha=-1.0), ValueError, "alpha must be >= 0"),
+        (lambda: at.gradient_frobenius([1.0, 2.0], alpha="x"), TypeError, "alpha must be a real number"),
+    ],
+)
+def test_frobenius_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -67,6 +67,7 @@ CALLS = [
     (at.softmax_jacobian, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.gradient_l1, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.gradient_objective, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
+    (at.gradient_frobenius, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.collision_probability, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.renyi2_entropy, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
     (at.softmax_entropy, dict(s=ROW, alpha=1.0), dict(s="scores", alpha="scale")),
@@ -79,6 +80,14 @@ CALLS = [
     (at.cosine_objective, dict(alpha=1.0, n=40, d=16), dict(alpha="scale", n="keys", d="dimension")),
     (at.cosine_alpha_star, dict(n=40, d=16), dict(n="keys", d="dimension")),
     (at.special.cosine_log_mgf_parts, dict(alpha=1.0, d=16), dict(alpha="scale", d="dimension")),
+    (at.expected_collision, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
+    (at.expected_gradient, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
+    (at.expected_entropy, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
+    (at.expected_max_weight, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
+    (at.expected_gradient, dict(alpha=1.0, n=40, scores="cosine", d=16), dict(d="dimension")),
+    (at.gradient_limit, dict(n=40), dict(n="keys")),
+    (at.cosine_law, dict(d=16), dict(d="dimension")),
+    (at.typical_row_scales, dict(n=8, rows=10, seeds=2), dict(n="count", rows="count", seeds="count")),
     (at.gradient_fraction, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
     (at.gradient_fraction, dict(alpha=1.0, n=40, d=16), dict(d="dimension")),
     (at.best_causal_scale, dict(max_length=64), dict(max_length="length")),
@@ -130,6 +139,10 @@ def test_valid_call_is_finite(function, kwargs, kinds):
     result = function(**kwargs)
     if isinstance(result, at.Recommendation):
         result = tuple(e.scale for e in result.entries)
+    if isinstance(result, at.TypicalRowScales):
+        result = (*result.median, *result.mean_log, *result.per_row)
+    if isinstance(result, at.ScoreLaw):
+        result = result.score_range
     values = result if isinstance(result, tuple) else (result,)
     for value in values:
         assert np.all(np.isfinite(np.asarray(value, dtype=float)))
@@ -150,6 +163,7 @@ def test_every_public_function_is_covered():
         "selu_constants",  # no arguments
         "format_number",  # prose formatting: bad input tested in tests/test_formatting.py
         "format_uncertain",
+        "gaussian_law",  # no arguments
     }
     assert public - not_numeric <= covered, sorted(public - not_numeric - covered)
 

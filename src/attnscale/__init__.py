@@ -56,6 +56,7 @@ from .recipes import (
 )
 from .softmax import (
     collision_probability,
+    gradient_frobenius,
     gradient_l1,
     gradient_objective,
     renyi2_entropy,
@@ -99,6 +100,7 @@ __all__ = [
     "gaussian_meanfield_entropy",
     "gaussian_objective",
     "gradient_fraction",
+    "gradient_frobenius",
     "gradient_l1",
     "gradient_limit",
     "gradient_objective",

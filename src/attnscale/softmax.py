@@ -30,6 +30,7 @@ from . import _validate
 
 __all__ = [
     "collision_probability",
+    "gradient_frobenius",
     "gradient_l1",
     "gradient_objective",
     "renyi2_entropy",
@@ -251,6 +252,73 @@ def gradient_objective(s, alpha=1.0):
     s, alpha = _prepare(s, alpha)
     p, complement = _probabilities_and_complements(s, alpha)
     return alpha[..., 0] * np.sum(p * complement, axis=-1)
+
+
+def gradient_frobenius(s, alpha=1.0):
+    r"""Frobenius norm of the softmax Jacobian in :math:`O(n)`.
+
+    Implements the book's Frobenius identity (chapter *The softmax Jacobian*),
+
+    .. math::
+
+       \Bigl\lVert \frac{\partial p}{\partial s} \Bigr\rVert_F
+       = \alpha \sqrt{\textstyle\sum_i p_i^2 - 2 \sum_i p_i^3 + \bigl(\sum_i p_i^2\bigr)^2},
+
+    evaluated as :math:`\alpha\,\bigl[\sum_i p_i^2\,\bigl((1 - p_i)^2 + \sum_{j \ne i} p_j^2\bigr)\bigr]^{1/2}`,
+    a sum of non-negative terms (the diagonal and the off-diagonal entries
+    of row :math:`i`).  The complement :math:`1 - p_i` and, for the largest
+    weight, :math:`\sum_{j \ne i} p_j^2` are summed from the other weights,
+    never formed by subtraction, and the sum is scaled like ``hypot``, so
+    the norm keeps its relative accuracy when one weight is within
+    :math:`10^{-16}` of 1 and the norm is far below the square root of the
+    smallest float.
+
+    Parameters
+    ----------
+    s : array_like
+        Scores of shape ``(..., n)``; finite and not empty.
+    alpha : float or array_like, optional
+        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        Shape: the broadcast batch shape of ``s`` and ``alpha``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`softmax`.
+
+    Examples
+    --------
+    >>> from attnscale import gradient_frobenius
+    >>> float(gradient_frobenius([0.0, 0.0], alpha=2.0))
+    1.0
+    """
+    s, alpha = _prepare(s, alpha)
+    p, complement = _probabilities_and_complements(s, alpha)
+    top = np.argmax(p, axis=-1)[..., None]
+    # r_i = sqrt(sum_{j != i} p_j^2).  For the top weight: the Euclidean norm
+    # of the other weights, scaled by their largest so that no square
+    # underflows.  For the others the top weight's square dominates the sum,
+    # so the subtraction loses at most a factor of two in relative terms.
+    others = p.copy()
+    np.put_along_axis(others, top, 0.0, axis=-1)
+    largest = others.max(axis=-1, keepdims=True)
+    safe = np.where(largest > 0.0, largest, 1.0)
+    with np.errstate(under="ignore"):
+        rest_top = largest * np.sqrt(np.sum((others / safe) ** 2, axis=-1, keepdims=True))
+        squares = p * p
+        rest = np.sqrt(np.maximum(squares.sum(axis=-1, keepdims=True) - squares, 0.0))
+    np.put_along_axis(rest, top, rest_top, axis=-1)
+    # ||J||_F / alpha = sqrt(sum_i (p_i (1 - p_i))^2 + (p_i r_i)^2), scaled like hypot
+    a_terms, b_terms = p * complement, p * rest
+    scale = np.maximum(a_terms.max(axis=-1), b_terms.max(axis=-1))
+    safe = np.where(scale > 0.0, scale, 1.0)[..., None]
+    with np.errstate(under="ignore"):
+        inner = np.sum((a_terms / safe) ** 2 + (b_terms / safe) ** 2, axis=-1)
+    return alpha[..., 0] * scale * np.sqrt(inner)
 
 
 def renyi2_entropy(s, alpha=1.0, axis=-1):

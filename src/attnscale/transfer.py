@@ -21,6 +21,15 @@ the training length and then used unchanged at other lengths:
     :math:`a_j = \operatorname{relu}(s_j)^2 / (\theta n)`, GAU's normalization by the sample length.
 ``relu2_fixed``
     :math:`a_j = \operatorname{relu}(s_j)^2 / (\theta L)`, normalization fixed at the training length.
+``relu2_row``
+    :math:`a_j = \operatorname{relu}(s_j)^2 / \sum_k \operatorname{relu}(s_k)^2`, each row
+    normalized by its own sum (the third repair in Su, 2022).  By positive
+    homogeneity :math:`\theta` cancels, so this attention has no free
+    parameter; a row whose scores are all :math:`\le 0` gets zero weights
+    (output 0) instead of 0/0.
+
+Reference: J. Su, "Attention goes better with softmax" (Scientific Spaces, 2022);
+W. Hua et al., "Transformer quality in linear time" (FLASH/GAU, ICML 2022).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from .softmax import softmax
 
 __all__ = ["ATTENTIONS", "fit_attention_parameter", "retrieval_error", "retrieval_task"]
 
-ATTENTIONS = ("softmax", "softmax_logn", "relu2_n", "relu2_fixed")
+ATTENTIONS = ("softmax", "softmax_logn", "relu2_n", "relu2_fixed", "relu2_row")
 
 
 def retrieval_task(samples, n, rng, signal=4.0, distractor_mean=0.0):
@@ -77,6 +86,9 @@ def _weights(kind, theta, scores, train_length):
         return relu2 / (theta * n)
     if kind == "relu2_fixed":
         return relu2 / (theta * train_length)
+    if kind == "relu2_row":
+        total = relu2.sum(axis=-1, keepdims=True)
+        return relu2 / np.where(total > 0.0, total, 1.0)
     raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
 
 
@@ -107,13 +119,28 @@ def retrieval_error(kind, theta, scores, values, train_length=512):
 def fit_attention_parameter(kind, scores, values, train_length=512):
     """Fit ``theta`` by maximum likelihood (least squares) with a bounded scalar optimizer.
 
-    The search runs over :math:`\\log\\theta \\in [-12, 12]`.
+    The search runs over :math:`\\log\\theta \\in [-12, 12]`.  ``relu2_row``
+    has no free parameter (:math:`\\theta` cancels); for it the function
+    returns 1.0 without searching.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`ATTENTIONS`.
+    scores, values : array_like
+        Shape ``(samples, n)``, from :func:`retrieval_task`.
+    train_length : float, optional
+        :math:`L` in the module's definitions.
 
     Returns
     -------
     float
         The fitted :math:`\\theta`.
     """
+    if kind not in ATTENTIONS:
+        raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
+    if kind == "relu2_row":
+        return 1.0
     result = minimize_scalar(
         lambda log_theta: retrieval_error(kind, np.exp(log_theta), scores, values, train_length),
         bounds=(-12.0, 12.0),
