@@ -91,3 +91,36 @@ def notebook_chapters() -> list[Path]:
     """The chapters listed in the toc that are executable notebooks."""
     paths = [ROOT / f"{name}.md" for name in toc_files()]
     return [p for p in paths if p.exists() and is_notebook(p)]
+
+
+# -- the PDF ---------------------------------------------------------------------
+
+#: The PDF build: jupyter-book's LaTeX route (XeLaTeX, see _config.yml), as
+#: strict as the HTML build.  Without --all it reuses the environment of the
+#: HTML build in the same output folder: the chapters are not executed again.
+PDF_BUILD_FLAGS = ["--builder", "pdflatex", "-W", "-n", "--keep-going"]
+
+
+def pdf_name() -> str:
+    """The PDF's file name: ``latex.latex_documents.targetname`` with .pdf."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    return str(Path(config["latex"]["latex_documents"]["targetname"]).with_suffix(".pdf"))
+
+
+def build_pdf(html_build: subprocess.CompletedProcess) -> tuple[subprocess.CompletedProcess, Path]:
+    """Build the PDF of the book that ``html_build`` (from :func:`build_book`) built.
+
+    Runs ``jupyter-book build`` with :data:`PDF_BUILD_FLAGS` on the same
+    source and output folders, then copies the PDF next to the HTML, as the
+    README's PDF command does.  Returns the process and ``_build/latex/<name>.pdf``.
+    """
+    arguments = list(html_build.args)
+    source = Path(arguments[2])
+    output = Path(arguments[arguments.index("--path-output") + 1])
+    command = [jupyter_book_executable(), "build", str(source), *PDF_BUILD_FLAGS]
+    command += ["--path-output", str(output)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=source, check=False)
+    pdf = output / "_build" / "latex" / pdf_name()
+    if result.returncode == 0 and pdf.exists():
+        shutil.copyfile(pdf, output / "_build" / "html" / pdf.name)
+    return result, pdf

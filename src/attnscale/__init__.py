@@ -5,6 +5,7 @@ Every public function is vectorized over NumPy arrays, validates its input
 names in its docstring the equation of the book it implements.
 """
 
+from ._version import __version__ as __version__
 from .checks import CheckCannotDiscriminate, CheckFailed, check_close, check_true
 from .cosine import (
     cosine_alpha_star,
@@ -78,8 +79,6 @@ from .training import (
     train_attention,
 )
 from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retrieval_task
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ARCHITECTURES",
