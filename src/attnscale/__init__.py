@@ -15,6 +15,7 @@ from .entropy import (
     gaussian_meanfield_entropy,
     softmax_entropy,
 )
+from .formatting import format_number, format_uncertain
 from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
 from .initialization import (
     activation_second_moment,
@@ -68,6 +69,8 @@ __all__ = [
     "entropy_invariant_scale",
     "entropy_matching_scale",
     "fit_attention_parameter",
+    "format_number",
+    "format_uncertain",
     "gaussian_alpha_star",
     "gaussian_log_mgf",
     "gaussian_meanfield_entropy",

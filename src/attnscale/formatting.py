@@ -1,0 +1,204 @@
+"""Numbers for prose: digits that match the uncertainty, and no e-notation.
+
+The book glues every number into its text.  Python's own formats are made
+for programs: ``f"{x:.2f} ± {se:.2f}"`` prints ``1.91 ± 0.00`` when the
+standard error is 0.003, and ``f"{x:.1e}"`` prints ``7.4e-04``.  The two
+functions here write what a reader expects instead:
+
+* :func:`format_uncertain` rounds the uncertainty to one significant digit
+  (two when its leading digit is 1, since rounding 0.014 to 0.01 would
+  understate it by a third) and the value to the same decimal place, the
+  convention of the *Guide to the Expression of Uncertainty in Measurement*
+  (JCGM 100:2008, section 7.2.6): ``1.914 ± 0.003``, ``(7.40 ± 0.05) × 10⁻⁴``;
+* :func:`format_number` rounds to a number of significant digits and writes
+  very large or very small numbers as ``m × 10ⁿ`` with a superscript exponent:
+  ``7.4 × 10⁻⁴``, ``1.0 × 10¹⁰⁵``.
+
+Both return plain Unicode text (a true minus sign ``−``, and no-break
+spaces around ``±`` and ``×`` so that a number never splits over two lines),
+ready for ``glue(name, text)`` and ``{glue:text}`name``` in a chapter.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+__all__ = ["format_number", "format_uncertain"]
+
+MINUS = "\u2212"
+NBSP = "\u00a0"
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _real(value, name: str) -> float:
+    """A finite real scalar, refusing bools, strings, complex and arrays."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        # NumPy scalars of integer or float dtype are numbers.Real; 0-d arrays are not
+        if hasattr(value, "ndim") and getattr(value, "ndim", None) == 0 and getattr(value, "dtype", None) is not None:
+            if value.dtype.kind in "iuf":
+                return _real(value.item(), name)
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+def _digits(value, name: str, low: int = 1, high: int = 17) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if not low <= int(value) <= high:
+        raise ValueError(f"{name} must lie in [{low}, {high}], got {value}")
+    return int(value)
+
+
+def _exponent(x: float, digits: int) -> int:
+    """Decimal exponent of ``x`` after rounding it to ``digits`` significant digits."""
+    if x == 0:
+        return 0
+    return int(f"{x:.{digits - 1}e}".split("e")[1])
+
+
+def _sign(text: str) -> str:
+    """A true minus sign; no sign on a value that rounds to zero."""
+    if text.startswith("-"):
+        if not any(c in "123456789" for c in text):
+            return text[1:]
+        return MINUS + text[1:]
+    return text
+
+
+def _power(exponent: int) -> str:
+    return f"{NBSP}×{NBSP}10" + str(exponent).translate(_SUPERSCRIPT)
+
+
+def format_number(x, digits: int = 3, *, low: float = 1e-3, high: float = 1e5) -> str:
+    """Write a number for prose, with ``× 10ⁿ`` instead of e-notation.
+
+    Parameters
+    ----------
+    x : float
+        A finite real number.
+    digits : int, optional
+        Significant digits, 1 to 17 (default 3).
+    low, high : float, optional
+        Numbers with ``low <= |x| < high`` (after rounding) are written as
+        plain decimals; the others as ``m × 10ⁿ`` with ``1 <= |m| < 10``.
+
+    Returns
+    -------
+    str
+        E.g. ``format_number(7.4e-4, 2) == "7.4 × 10⁻⁴"``,
+        ``format_number(1234.5, 3) == "1230"``, ``format_number(-0.5) ==
+        "−0.500"`` (no-break spaces around ``×``, a true minus sign).
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not a real number or ``digits`` not an integer.
+    ValueError
+        If ``x`` is not finite, ``digits`` is outside 1..17 or
+        ``0 < low < high`` fails.
+
+    References
+    ----------
+    JCGM 100:2008, *Evaluation of measurement data: Guide to the expression
+    of uncertainty in measurement*, section 7.2.
+    """
+    x = _real(x, "x")
+    digits = _digits(digits, "digits")
+    low, high = _real(low, "low"), _real(high, "high")
+    if not 0 < low < high:
+        raise ValueError(f"low and high must satisfy 0 < low < high, got low={low}, high={high}")
+    exponent = _exponent(x, digits)
+    rounded = float(f"{x:.{digits - 1}e}")
+    if x == 0 or low <= abs(rounded) < high:
+        decimals = max(digits - 1 - exponent, 0)
+        places = digits - 1 - exponent  # negative: round to tens, hundreds, ...
+        return _sign(f"{round(x, places):.{decimals}f}")
+    mantissa = f"{x:.{digits - 1}e}".split("e")[0]
+    return _sign(mantissa) + _power(exponent)
+
+
+def format_uncertain(
+    value,
+    uncertainty,
+    *,
+    uncertainty_digits: int | None = None,
+    low: float = 1e-3,
+    high: float = 1e5,
+) -> str:
+    """Write ``value ± uncertainty`` with the digits the uncertainty allows.
+
+    The uncertainty (a standard error, or the half-width of an interval) is
+    rounded to one significant digit, or two when its leading digit is 1;
+    the value is rounded to the same decimal place.  When the value lies
+    outside ``low <= |value| < high`` both are written against a common
+    power of ten: ``(7.40 ± 0.05) × 10⁻⁴``.
+
+    Parameters
+    ----------
+    value : float
+        The estimate; finite.
+    uncertainty : float
+        Its uncertainty; finite and ``> 0`` (an exact number has no
+        uncertainty: write it with :func:`format_number`).
+    uncertainty_digits : int, optional
+        Significant digits of the uncertainty, 1 or 2, overriding the rule
+        above.
+    low, high : float, optional
+        The range of ``|value|`` written without a power of ten.
+
+    Returns
+    -------
+    str
+        E.g. ``format_uncertain(1.9137, 0.0032) == "1.914 ± 0.003"``,
+        ``format_uncertain(1.9137, 0.014) == "1.914 ± 0.014"``,
+        ``format_uncertain(7.4e-4, 5e-6) == "(7.40 ± 0.05) × 10⁻⁴"``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a real number (``uncertainty_digits``: not an
+        integer).
+    ValueError
+        If ``value`` or ``uncertainty`` is not finite, ``uncertainty <= 0``
+        or so small against ``value`` that more than 15 significant digits
+        would be needed, or ``uncertainty_digits`` is not 1 or 2.
+
+    References
+    ----------
+    JCGM 100:2008, *Evaluation of measurement data: Guide to the expression
+    of uncertainty in measurement*, section 7.2.6 (an uncertainty has at
+    most two significant digits; the estimate is rounded to match).
+    """
+    value = _real(value, "value")
+    uncertainty = _real(uncertainty, "uncertainty")
+    if uncertainty <= 0:
+        raise ValueError(f"uncertainty must be > 0, got {uncertainty}")
+    low, high = _real(low, "low"), _real(high, "high")
+    if not 0 < low < high:
+        raise ValueError(f"low and high must satisfy 0 < low < high, got low={low}, high={high}")
+    if uncertainty_digits is None:
+        k = 2 if f"{uncertainty:.15e}"[0] == "1" else 1
+    else:
+        k = _digits(uncertainty_digits, "uncertainty_digits", 1, 2)
+    u_exponent = _exponent(uncertainty, k)
+    place = u_exponent - (k - 1)  # the decimal place both are rounded to
+    if value != 0 and _exponent(value, 1) - place > 14:
+        raise ValueError(
+            f"uncertainty must be above the value's floating-point resolution: "
+            f"{uncertainty:g} against {value:g} asks for more than 15 significant digits"
+        )
+    # exponent of the value at that precision (the uncertainty's if it rounds to zero)
+    v_rounded = round(value, -place)
+    v_exponent = _exponent(v_rounded, 1) if v_rounded != 0 else u_exponent
+    magnitude = abs(v_rounded) if v_rounded != 0 else abs(float(f"{uncertainty:.{k - 1}e}"))
+    shared = 0 if low <= magnitude < high else max(v_exponent, u_exponent)
+    decimals = max(shared - place, 0)
+    u_rounded = round(uncertainty, -place)
+    v_text = _sign(f"{v_rounded / 10.0**shared:.{decimals}f}")
+    u_text = f"{u_rounded / 10.0**shared:.{decimals}f}"
+    text = f"{v_text}{NBSP}±{NBSP}{u_text}"
+    return text if shared == 0 else f"({text}){_power(shared)}"

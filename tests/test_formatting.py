@@ -1,0 +1,139 @@
+"""The prose-number formatter: digits matched to the uncertainty, no e-notation.
+
+Two routes: worked examples stated by hand (the GUM rounding rule applied on
+paper), and a property test that parses the text back and checks it against
+the input with the rounding error the rule allows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import attnscale as at
+
+NB = "\u00a0"
+
+
+def plain(text: str) -> str:
+    return text.replace(NB, " ")
+
+
+@pytest.mark.parametrize(
+    ("value", "uncertainty", "expected"),
+    [
+        (1.9137, 0.0032, "1.914 ± 0.003"),  # not "1.91 ± 0.00"
+        (1.9137, 0.014, "1.914 ± 0.014"),  # leading digit 1: two digits
+        (1.91, 0.004, "1.910 ± 0.004"),  # trailing zero kept: it is significant
+        (0.96, 0.05, "0.96 ± 0.05"),
+        (7.4e-4, 5e-6, "(7.40 ± 0.05) × 10⁻⁴"),
+        (-3.2e-7, 1.1e-8, "(−3.20 ± 0.11) × 10⁻⁷"),
+        (1.0e105, 3e103, "(1.00 ± 0.03) × 10¹⁰⁵"),
+        (12345.6, 0.3, "12345.6 ± 0.3"),
+        (-0.001, 0.02, "0.00 ± 0.02"),  # no "−0.00"
+    ],
+)
+def test_format_uncertain_examples(value, uncertainty, expected):
+    assert plain(at.format_uncertain(value, uncertainty)) == expected
+
+
+@pytest.mark.parametrize(
+    ("x", "digits", "expected"),
+    [
+        (7.4e-4, 2, "7.4 × 10⁻⁴"),
+        (1.0e105, 2, "1.0 × 10¹⁰⁵"),
+        (2.220446049250313e-16, 2, "2.2 × 10⁻¹⁶"),
+        (1234.5, 3, "1230"),
+        (-0.5, 3, "−0.500"),
+        (99999.9, 3, "1.00 × 10⁵"),  # rounds up past the switch
+        (0.00099999, 2, "0.0010"),
+        (0, 3, "0.00"),
+    ],
+)
+def test_format_number_examples(x, digits, expected):
+    assert plain(at.format_number(x, digits)) == expected
+
+
+NUMBER = re.compile(r"^\(?(−?\d+(?:\.\d+)?)(?: ± (\d+(?:\.\d+)?))?\)?(?: × 10([⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+))?$")
+FROM_SUPER = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+
+
+def parse(text: str):
+    match = NUMBER.match(plain(text))
+    assert match, f"unexpected shape: {text!r}"
+    value, unc, power = match.groups()
+    scale = 10.0 ** int(power.translate(FROM_SUPER)) if power else 1.0
+    decimals = len(value.split(".")[1]) if "." in value else 0
+    ulp = 10.0**-decimals * scale
+    return float(value.replace("−", "-")) * scale, (float(unc) * scale if unc else None), ulp
+
+
+finite = st.floats(min_value=-1e300, max_value=1e300, allow_nan=False, allow_infinity=False)
+positive = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False)
+
+
+@given(finite, positive)
+def test_format_uncertain_round_trip(value, uncertainty):
+    if abs(value) > 1e16 * uncertainty:  # more digits than a float holds: refused
+        with pytest.raises(ValueError, match="uncertainty"):
+            at.format_uncertain(value, uncertainty)
+        return
+    if abs(value) > 1e12 * uncertainty:  # the boundary depends on rounding
+        return
+    text = at.format_uncertain(value, uncertainty)
+    assert "e" not in text and "-" not in text
+    parsed, unc, _ = parse(text)
+    assert unc > 0  # never "± 0.00"
+    # the decimal place of the rounded uncertainty's last kept digit
+    k = 2 if f"{uncertainty:.15e}"[0] == "1" else 1
+    place = 10.0 ** (math.floor(math.log10(unc) + 1e-12) - k + 1)
+    slack = 1 + 1e-9
+    assert abs(unc - uncertainty) <= 0.5 * place * slack
+    assert abs(parsed - value) <= 0.5 * place * slack + 1e-15 * abs(value)
+
+
+@given(finite, st.integers(1, 6))
+def test_format_number_round_trip(x, digits):
+    text = at.format_number(x, digits)
+    assert "e" not in text and "-" not in text
+    parsed, unc, ulp = parse(text)
+    assert unc is None
+    assert math.isclose(parsed, x, rel_tol=0.5 * 10.0 ** (1 - digits) * (1 + 1e-9), abs_tol=1e-300) or abs(
+        parsed - x
+    ) <= 0.5 * ulp * (1 + 1e-9)
+
+
+def test_numpy_scalars_are_accepted():
+    assert plain(at.format_uncertain(np.float32(1.9137), np.float64(0.0032))) == "1.914 ± 0.003"
+    assert plain(at.format_number(np.array(7.4e-4), 2)) == "7.4 × 10⁻⁴"
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "name"),
+    [
+        (lambda: at.format_uncertain(1.0, 0.0), ValueError, "uncertainty"),
+        (lambda: at.format_uncertain(1.0, -0.1), ValueError, "uncertainty"),
+        (lambda: at.format_uncertain(np.nan, 0.1), ValueError, "value"),
+        (lambda: at.format_uncertain(1.0, np.inf), ValueError, "uncertainty"),
+        (lambda: at.format_uncertain("1.9", 0.1), TypeError, "value"),
+        (lambda: at.format_uncertain(True, 0.1), TypeError, "value"),
+        (lambda: at.format_uncertain(1 + 2j, 0.1), TypeError, "value"),
+        (lambda: at.format_uncertain([1.0], 0.1), TypeError, "value"),
+        (lambda: at.format_uncertain(1.0, 0.1, uncertainty_digits=3), ValueError, "uncertainty_digits"),
+        (lambda: at.format_uncertain(1.0, 0.1, uncertainty_digits=1.0), TypeError, "uncertainty_digits"),
+        (lambda: at.format_uncertain(1e20, 1e-3), ValueError, "uncertainty"),
+        (lambda: at.format_number(np.inf), ValueError, "x"),
+        (lambda: at.format_number(None), TypeError, "x"),
+        (lambda: at.format_number(1.0, 0), ValueError, "digits"),
+        (lambda: at.format_number(1.0, 2.5), TypeError, "digits"),
+        (lambda: at.format_number(1.0, low=10.0, high=1.0), ValueError, "low"),
+    ],
+)
+def test_bad_input_is_refused(call, error, name):
+    with pytest.raises(error, match=name):
+        call()
