@@ -35,9 +35,9 @@ def _real(value, name: str) -> float:
     """A finite real scalar, refusing bools, strings, complex and arrays."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         # NumPy scalars of integer or float dtype are numbers.Real; 0-d arrays are not
-        if hasattr(value, "ndim") and getattr(value, "ndim", None) == 0 and getattr(value, "dtype", None) is not None:
-            if value.dtype.kind in "iuf":
-                return _real(value.item(), name)
+        dtype = getattr(value, "dtype", None)
+        if getattr(value, "ndim", None) == 0 and dtype is not None and dtype.kind in "iuf":
+            return _real(value.item(), name)
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     value = float(value)
     if not math.isfinite(value):
