@@ -9,15 +9,21 @@ coincide, orders each such group by date (month, then title), and appends
 a, b, ... to their year: "Su, 2021a", "Su, 2021b".  The suffix is part of
 the year everywhere, so the citation and the bibliography agree.
 
-The bibliography page lists the entries as a bullet list sorted by author
-and year (``:list: bullet`` in ``book/bibliography.md``), so an author–year
-citation links to an author–year entry, not to a number.
+The bibliography is labelled the same way: the pybtex style ``authoryear``
+registered here is the ``plain`` style with labels "Su 2021a" instead of
+numbers, sorted by author, year and title (``bibtex_default_style:
+authoryear`` in ``_config.yml``), so an author–year citation links to an
+author–year entry, not into a numbered list.
 """
 
 from __future__ import annotations
 
 import string
 from collections import defaultdict
+
+from pybtex.plugin import register_plugin
+from pybtex.style.formatting.plain import Style as PlainStyle
+from pybtex.style.labels import BaseLabelStyle
 
 MONTHS = {
     m: k
@@ -75,6 +81,35 @@ def add_year_suffixes(entries) -> dict[str, str]:
             entry.fields["year"] = f"{year}{letter}"
             changed[key] = entry.fields["year"]
     return changed
+
+
+def citation_label(entry) -> str:
+    """"Su 2021a", "Chiang and Cholak 2022", "Vaswani et al. 2017"."""
+    authors = _citation_authors(entry)
+    if not authors:
+        names = "?"
+    elif authors[-1] == "et al.":
+        names = f"{authors[0]} et al."
+    else:
+        names = " and ".join(authors)
+    return f"{names} {entry.fields.get('year', '')}".strip()
+
+
+class AuthorYearLabelStyle(BaseLabelStyle):
+    def format_labels(self, sorted_entries):
+        for entry in sorted_entries:
+            yield citation_label(entry)
+
+
+class AuthorYearStyle(PlainStyle):
+    """pybtex's ``plain`` style with author–year labels, sorted by author and year."""
+
+    default_label_style = AuthorYearLabelStyle
+    default_sorting_style = "author_year_title"
+
+
+register_plugin("pybtex.style.labels", "authoryear", AuthorYearLabelStyle)
+register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle)
 
 
 def _suffix(app):
