@@ -22,6 +22,7 @@ import string
 from collections import defaultdict
 
 from pybtex.plugin import register_plugin
+from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
 
@@ -51,7 +52,8 @@ MONTHS = {
 def _citation_authors(entry) -> tuple:
     """The authors as an author–year citation prints them."""
     persons = entry.persons.get("author") or entry.persons.get("editor") or []
-    last = tuple(" ".join(p.last_names) for p in persons)
+    # LaTeX accents and braces rendered: "R{\'e}nyi" -> "Rényi", "{NIST}" -> "NIST"
+    last = tuple(Text.from_latex(" ".join(p.last_names)).render_as("text") for p in persons)
     return last if len(last) <= 2 else (last[0], "et al.")
 
 
@@ -84,7 +86,7 @@ def add_year_suffixes(entries) -> dict[str, str]:
 
 
 def citation_label(entry) -> str:
-    """"Su 2021a", "Chiang and Cholak 2022", "Vaswani et al. 2017"."""
+    """ "Su 2021a", "Chiang and Cholak 2022", "Vaswani et al. 2017"."""
     authors = _citation_authors(entry)
     if not authors:
         names = "?"

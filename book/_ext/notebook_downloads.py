@@ -9,9 +9,9 @@ and tells sphinx-book-theme about it (``ipynb_source``), which adds an
 The reader's copy differs from the executed notebook in what plain Jupyter
 cannot do itself:
 
-* glued figures (``glue(name, fig, display=False)``) are stored under
-  hidden MIME types; they are made visible again, so each figure shows
-  under the cell that draws it;
+* glued figures (``glue(name, fig, display=False)``) are not in the
+  executed notebook (MyST-NB moves glued outputs to ``<name>.glue.json``);
+  each is put back as an output of the code cell that glues it;
 * ``{glue:text}`name:fmt``` and the other glue roles in Markdown cells are
   replaced by the glued value's text, formatted as on the web page;
   a ``{glue:figure}`` block becomes its caption, in italics, marked as the
@@ -32,7 +32,6 @@ from pathlib import Path
 
 from sphinx.errors import ExtensionError
 
-GLUE_PREFIX = "application/papermill.record/"
 IMAGE_TYPES = ("image/svg+xml", "image/png", "image/jpeg")
 
 ROLE = re.compile(r"\{(?P<role>[a-zA-Z:_-]+)\}`(?P<body>[^`]*)`")
@@ -41,28 +40,20 @@ GLUE_FIGURE = re.compile(
 )
 
 
-def _glued(notebook) -> dict[str, dict]:
-    """Glued MIME bundles by name."""
-    values = {}
+def _show_figures(notebook, values: dict) -> None:
+    """Put each glued image back under the code cell that glued it."""
     for cell in notebook.get("cells", []):
-        for output in cell.get("outputs", []):
-            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name is None:
-                continue
-            values[name] = {
-                key.removeprefix(GLUE_PREFIX): value for key, value in output.get("data", {}).items()
-            }
-    return values
-
-
-def _show_figures(notebook) -> None:
-    """Un-hide glued images so that plain Jupyter displays them."""
-    for cell in notebook.get("cells", []):
-        for output in cell.get("outputs", []):
+        if cell.get("cell_type") != "code":
+            continue
+        source = _plain(cell.get("source", ""))
+        for key, output in values.items():
             data = output.get("data", {})
-            hidden = [key.removeprefix(GLUE_PREFIX) for key in data if key.startswith(GLUE_PREFIX)]
-            if any(kind in IMAGE_TYPES for kind in hidden):
-                output["data"] = {key.removeprefix(GLUE_PREFIX): value for key, value in data.items()}
+            if not any(kind in data for kind in IMAGE_TYPES):
+                continue
+            if re.search(rf"""glue\(\s*["']{re.escape(key)}["']""", source):
+                cell.setdefault("outputs", []).append(
+                    {"output_type": "display_data", "data": data, "metadata": {}}
+                )
 
 
 def _plain(text) -> str:
@@ -74,7 +65,7 @@ def _glue_text(values: dict, body: str) -> str:
 
     key, _, fmt = body.partition(":")
     key = key.split("::")[-1]  # "docpath::key"
-    bundle = values.get(key)
+    bundle = values.get(key, {}).get("data")
     if bundle is None or "text/plain" not in bundle:
         return body
     if "text/latex" in bundle and not fmt and "text/plain" not in bundle:
@@ -110,11 +101,14 @@ def _flatten_roles(source: str, values: dict) -> str:
     return ROLE.sub(replace, source)
 
 
-def reader_copy(notebook: dict) -> dict:
-    """The executed notebook as a reader opens it in plain Jupyter."""
+def reader_copy(notebook: dict, values: dict) -> dict:
+    """The executed notebook as a reader opens it in plain Jupyter.
+
+    ``values`` are the glued outputs by name (MyST-NB takes them out of the
+    executed notebook and keeps them in ``<name>.glue.json`` beside it).
+    """
     notebook = copy.deepcopy(notebook)
-    values = _glued(notebook)
-    _show_figures(notebook)
+    _show_figures(notebook, values)
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") == "markdown":
             cell["source"] = _flatten_roles(_plain(cell["source"]), values)
@@ -131,7 +125,9 @@ def _add_notebook(app, pagename, templatename, context, doctree):
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
     notebook = json.loads(executed.read_text(encoding="utf-8"))
-    text = json.dumps(reader_copy(notebook), indent=1, ensure_ascii=False)
+    glued = executed.with_name(executed.name.removesuffix(".ipynb") + ".glue.json")
+    values = json.loads(glued.read_text(encoding="utf-8")) if glued.exists() else {}
+    text = json.dumps(reader_copy(notebook, values), indent=1, ensure_ascii=False)
     target.write_text(text + "\n", encoding="utf-8")
     context["ipynb_source"] = f"{pagename}.ipynb"
 
