@@ -13,18 +13,24 @@ The bibliography is labelled the same way: the pybtex style ``authoryear``
 registered here is the ``plain`` style with labels "Su 2021a" instead of
 numbers, sorted by author, year and title (``bibtex_default_style:
 authoryear`` in ``_config.yml``), so an author–year citation links to an
-author–year entry, not into a numbered list.
+author–year entry, not into a numbered list.  Citations use round
+brackets, "Su (2023)" and "(Su, 2021a; Su, 2022)" (reference style
+``author_year_round``).
 """
 
 from __future__ import annotations
 
 import string
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
+from sphinxcontrib.bibtex.plugin import register_plugin as register_bibtex_plugin
+from sphinxcontrib.bibtex.style.referencing import BracketStyle
+from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
 
 MONTHS = {
     m: k
@@ -110,6 +116,24 @@ class AuthorYearStyle(PlainStyle):
     default_sorting_style = "author_year_title"
 
 
+def _round() -> BracketStyle:
+    return BracketStyle(left="(", right=")", sep="; ")
+
+
+@dataclass
+class RoundAuthorYearReferenceStyle(AuthorYearReferenceStyle):
+    """Author–year citations in round brackets: "Su (2023)", "(Su, 2021a; Su, 2022)"."""
+
+    bracket_textual: BracketStyle = field(default_factory=_round)
+    bracket_parenthetical: BracketStyle = field(default_factory=_round)
+    bracket_author: BracketStyle = field(default_factory=_round)
+    bracket_label: BracketStyle = field(default_factory=_round)
+    bracket_year: BracketStyle = field(default_factory=_round)
+
+
+register_bibtex_plugin(
+    "sphinxcontrib.bibtex.style.referencing", "author_year_round", RoundAuthorYearReferenceStyle
+)
 register_plugin("pybtex.style.labels", "authoryear", AuthorYearLabelStyle)
 register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle)
 
