@@ -243,8 +243,10 @@ CODE_SHARE = """
   const total = article.getBoundingClientRect().height;
   let code = 0, cells = 0;
   for (const el of article.querySelectorAll("div.cell_input")) {
-    code += el.getBoundingClientRect().height;  // 0 inside a closed fold
     cells += 1;
+    // inside a closed fold the input is laid out but not shown
+    if (el.closest("details:not([open])") || !el.checkVisibility()) continue;
+    code += el.getBoundingClientRect().height;
   }
   for (const el of article.querySelectorAll("details.hide > summary")) {
     code += el.getBoundingClientRect().height;  // the "show code" toggle itself
