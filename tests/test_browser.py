@@ -319,3 +319,30 @@ def test_accessibility(browser, served, page, theme):
     assert bad == [], "\n".join(
         f"{v['impact']} {v['id']} x{v['nodes']}: {v['help']} {v['targets']}" for v in bad
     )
+
+
+# ---------------------------------------------------------------------------
+# Figure text: at least 9 CSS pixels as displayed on a 1400-pixel screen.
+
+MIN_TEXT_PX = 9.0
+
+IMAGE_SCALES = """
+() => [...document.querySelectorAll("article.bd-article img")]
+  .filter(img => img.src.endsWith(".svg") && img.naturalWidth > 0)
+  .map(img => ({src: img.src.split("/").pop(), scale: img.getBoundingClientRect().width / img.naturalWidth}))
+"""
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
+def test_figure_text_is_legible(browser, served, page):
+    """The smallest text of the book style, scaled as displayed, is >= 9 px at 1400 px."""
+    from attnscale.plotting import BOOK_STYLE
+
+    smallest_pt = min(v for k, v in BOOK_STYLE.items() if k.endswith(("size", "fontsize")))
+    tab = _open(browser, served, page, "desktop", "light")
+    images = tab.evaluate(IMAGE_SCALES)
+    tab.close()
+    # an SVG's natural size is its size in points * 4/3 (CSS px); its text scales with it
+    small = [(i["src"], round(smallest_pt * 4 / 3 * i["scale"], 1)) for i in images]
+    small = [(src, px) for src, px in small if px < MIN_TEXT_PX]
+    assert small == [], f"{page}: figure text below {MIN_TEXT_PX} px as displayed: {small}"
