@@ -133,6 +133,10 @@ def _add_notebook(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
-    # before sphinx-book-theme builds the header buttons (default priority 500)
+    # before sphinx-book-theme builds the header buttons (default priority 500),
+    # so that the download menu offers the .ipynb ...
     app.connect("html-page-context", _add_notebook, priority=100)
+    # ... and again after its launch buttons, which copy the executed notebook
+    # over the reader's copy when launch buttons are configured
+    app.connect("html-page-context", _add_notebook, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
