@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 from bookbuild import build_book, copy_book
 
@@ -12,7 +16,14 @@ def built_book(tmp_path_factory):
 
     Returns ``(result, html_dir)``.  The copy lives in a new temporary folder,
     so no earlier build or execution cache can leak into it.
+
+    ATTNSCALE_BUILT_HTML=<dir> uses an existing build's HTML folder instead
+    (for iterating on the browser tests only; the full suite builds afresh).
     """
+    existing = os.environ.get("ATTNSCALE_BUILT_HTML")
+    if existing:
+        done = subprocess.CompletedProcess(["(existing build)"], 0, "", "")
+        return done, Path(existing)
     source = copy_book(tmp_path_factory.mktemp("book-src"))
     output = tmp_path_factory.mktemp("book-out")
     result = build_book(source, output)

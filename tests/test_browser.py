@@ -4,12 +4,25 @@ Serves the session's build on 127.0.0.1, opens every page in headless
 Chromium (Debian's, driven by Playwright), waits for MathJax, and checks the
 page; a full-page screenshot of each lands in ``_build/screenshots/``.
 Skipped when Chromium is not installed, unless ATTNSCALE_REQUIRE_BROWSER=1.
+
+Beyond rendering, each page is checked as a reader meets it:
+
+* it fits: at 1400 px and at 390 px (a phone), light and dark, the page never
+  scrolls sideways and no element sticks out of a box that hides it (wide
+  math and outputs must scroll inside their own box);
+* code is folded: with the folded cells closed, code takes at most a quarter
+  of a chapter's height (reported per chapter);
+* it is accessible: axe-core (``axe.min.js`` shipped by the pinned PyPI
+  package axe-playwright-python) finds no serious or critical violation;
+  the counts by impact are printed (``pytest -s``) and written to
+  ``_build/screenshots/axe.json``.
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import shutil
 import threading
@@ -117,13 +130,219 @@ def test_page_renders(browser, served, page):
 
 def test_figures_are_opaque(built_book):
     """Figures keep a white background, so they stay readable in the dark theme."""
+    import re
+
     import numpy as np
     from PIL import Image
 
     _, html = built_book
     pngs = sorted((html / "_images").glob("*.png"))
-    assert pngs, "no figures in the build"
+    svgs = sorted((html / "_images").glob("*.svg"))
+    assert pngs or svgs, "no figures in the build"
     for path in pngs:
         image = Image.open(path)
         if "A" in image.getbands():
             assert np.asarray(image.getchannel("A")).min() == 255, f"{path.name} has transparent pixels"
+    # matplotlib draws the figure background as the first patch of the SVG
+    background = re.compile(r'<g id="patch_1">\s*<path [^>]*style="fill: #ffffff"')
+    for path in svgs:
+        assert background.search(path.read_text()), f"{path.name} has no opaque white background"
+
+
+# ---------------------------------------------------------------------------
+# Pages fit: no sideways page scroll, nothing clipped out of sight.
+
+WIDTHS = {"desktop": (1400, 900), "phone": (390, 844)}
+THEMES = ["light", "dark"]
+
+FIT_CHECK = """
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+  }
+  const doc = document.documentElement;
+  const article = document.querySelector("article.bd-article") || document.querySelector("main");
+  const describe = (el) => {
+    const cls = [...el.classList].slice(0, 3).join(".");
+    const text = (el.textContent || "").trim().replace(/\\s+/g, " ").slice(0, 50);
+    return `<${el.tagName.toLowerCase()}${cls ? "." + cls : ""}> ${text}`;
+  };
+  const clipBox = new Map();
+  const nearestClip = (el) => {
+    // the nearest ancestor (inside the article) whose overflow-x is not visible
+    const chain = [];
+    let anc = el.parentElement, found = null;
+    while (anc && anc !== article.parentElement) {
+      if (clipBox.has(anc)) { found = clipBox.get(anc); break; }
+      chain.push(anc);
+      if (getComputedStyle(anc).overflowX !== "visible") { found = anc; break; }
+      anc = anc.parentElement;
+    }
+    for (const a of chain) { if (a !== found) clipBox.set(a, found); }
+    return found;
+  };
+  const problems = [];
+  for (const el of article.querySelectorAll("*")) {
+    const unseen = "mjx-assistive-mml, .sr-only, .visually-hidden, details:not([open]) > :not(summary)";
+    if (el.closest(unseen)) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    const style = getComputedStyle(el);
+    if (style.visibility === "hidden" || style.position === "fixed") continue;
+    const box = nearestClip(el);
+    const limit = (box || article).getBoundingClientRect();
+    const over = Math.max(r.right - limit.right, limit.left - r.left);
+    if (over <= 1) continue;
+    if (box) {
+      const overflow = getComputedStyle(box).overflowX;
+      if (overflow === "auto" || overflow === "scroll") continue;  // scrolls inside its box
+      problems.push(`hidden by ${describe(box)} (${Math.round(over)} px): ${describe(el)}`);
+    } else {
+      problems.push(`sticks out of the page column (${Math.round(over)} px): ${describe(el)}`);
+    }
+  }
+  return {pageOverflow: doc.scrollWidth - doc.clientWidth, problems};
+}
+"""
+
+
+def _open(browser, served, page, size, theme):
+    width, height = WIDTHS[size]
+    tab = browser.new_page(viewport={"width": width, "height": height}, color_scheme=theme)
+    tab.goto(f"{served}/{page}.html", wait_until="load")
+    tab.evaluate("async () => { if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; } }")
+    return tab
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("size", list(WIDTHS))
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
+def test_page_fits(browser, served, page, size, theme):
+    """At 1400 px and 390 px, light and dark: no sideways scroll, nothing clipped unseen."""
+    tab = _open(browser, served, page, size, theme)
+    report = tab.evaluate(FIT_CHECK)
+    shots = ROOT / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(shots / f"{Path(page).name}-{size}-{theme}.png"), full_page=True)
+    tab.close()
+    assert report["pageOverflow"] <= 0, f"{page} scrolls sideways by {report['pageOverflow']} px at {size}"
+    assert report["problems"] == [], (
+        f"{len(report['problems'])} elements on {page} ({size}, {theme}):\n"
+        + "\n".join(report["problems"][:15])
+    )
+
+
+# ---------------------------------------------------------------------------
+# Code folded: with folded cells closed, code is at most a quarter of a chapter.
+
+MAX_CODE_SHARE = 0.25
+
+CODE_SHARE = """
+() => {
+  const article = document.querySelector("article.bd-article");
+  const total = article.getBoundingClientRect().height;
+  let code = 0, cells = 0;
+  for (const el of article.querySelectorAll("div.cell_input")) {
+    cells += 1;
+    // inside a closed fold the input is laid out but not shown
+    if (el.closest("details:not([open])") || !el.checkVisibility()) continue;
+    code += el.getBoundingClientRect().height;
+  }
+  for (const el of article.querySelectorAll("details.hide > summary")) {
+    code += el.getBoundingClientRect().height;  // the "show code" toggle itself
+  }
+  return {code, total, cells, share: code / total};
+}
+"""
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
+def test_code_is_folded(browser, served, page):
+    """Code (visible inputs and fold toggles) takes at most 25% of a chapter's height."""
+    tab = _open(browser, served, page, "desktop", "light")
+    report = tab.evaluate(CODE_SHARE)
+    tab.close()
+    if report["cells"] == 0:
+        pytest.skip(f"{page} shows no code cells")
+    print(f"\n{page}: code {report['share']:.0%} of the page ({report['cells']} cells)")
+    assert report["share"] <= MAX_CODE_SHARE, (
+        f"{page}: code takes {report['share']:.0%} of the page height "
+        f"({report['code']:.0f} of {report['total']:.0f} px), more than {MAX_CODE_SHARE:.0%}: "
+        "fold setup, plotting and checking cells (hide-input) and remove silent ones (remove-cell)"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Accessibility: axe-core on every page, no serious or critical violations.
+
+AXE_RUN = """
+async () => {
+  const result = await axe.run(document, {resultTypes: ["violations"]});
+  return result.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length,
+    targets: v.nodes.slice(0, 3).map(n => n.target.join(" ")),
+  }));
+}
+"""
+
+AXE_COUNTS: dict[str, dict] = {}
+
+
+def _axe_script() -> Path:
+    package = pytest.importorskip("axe_playwright_python", reason="pip install -r requirements.txt")
+    path = Path(package.__file__).parent / "axe.min.js"
+    assert path.exists(), f"{path} is missing from axe-playwright-python"
+    return path
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
+def test_accessibility(browser, served, page, theme):
+    """axe-core: no serious or critical violation (light and dark theme, 1400 px)."""
+    script = _axe_script()
+    tab = _open(browser, served, page, "desktop", theme)
+    tab.add_script_tag(path=str(script))
+    violations = tab.evaluate(AXE_RUN)
+    tab.close()
+    counts = {}
+    for v in violations:
+        counts[v["impact"] or "unknown"] = counts.get(v["impact"] or "unknown", 0) + v["nodes"]
+    AXE_COUNTS[f"{page} ({theme})"] = {"counts": counts, "violations": violations}
+    shots = ROOT / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    (shots / "axe.json").write_text(json.dumps(AXE_COUNTS, indent=1))
+    print(
+        f"\naxe {page} ({theme}): "
+        + (", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "no violations")
+    )
+    bad = [v for v in violations if v["impact"] in ("serious", "critical")]
+    assert bad == [], "\n".join(
+        f"{v['impact']} {v['id']} x{v['nodes']}: {v['help']} {v['targets']}" for v in bad
+    )
+
+
+# ---------------------------------------------------------------------------
+# Figure text: at least 9 CSS pixels as displayed on a 1400-pixel screen.
+
+MIN_TEXT_PX = 9.0
+
+IMAGE_SCALES = """
+() => [...document.querySelectorAll("article.bd-article img")]
+  .filter(img => img.src.endsWith(".svg") && img.naturalWidth > 0)
+  .map(img => ({src: img.src.split("/").pop(), scale: img.getBoundingClientRect().width / img.naturalWidth}))
+"""
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
+def test_figure_text_is_legible(browser, served, page):
+    """The smallest text of the book style, scaled as displayed, is >= 9 px at 1400 px."""
+    from attnscale.plotting import BOOK_STYLE
+
+    smallest_pt = min(v for k, v in BOOK_STYLE.items() if k.endswith(("size", "fontsize")))
+    tab = _open(browser, served, page, "desktop", "light")
+    images = tab.evaluate(IMAGE_SCALES)
+    tab.close()
+    # an SVG's natural size is its size in points * 4/3 (CSS px); its text scales with it
+    small = [(i["src"], round(smallest_pt * 4 / 3 * i["scale"], 1)) for i in images]
+    small = [(src, px) for src, px in small if px < MIN_TEXT_PX]
+    assert small == [], f"{page}: figure text below {MIN_TEXT_PX} px as displayed: {small}"

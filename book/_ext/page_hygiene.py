@@ -5,9 +5,15 @@
   name ``None`` and once with ``""``, so Sphinx does not see them as equal;
   a page then declares ``const THEBE_JS_URL`` twice and the browser reports
   a SyntaxError.  Identical inline scripts are kept once.
+* docutils writes the bibliography as ``<div role="list">`` whose entries
+  have ``role="doc-biblioentry"``, a role that is not a list item, so
+  assistive technology sees an empty list (axe-core: "aria-required-children",
+  critical).  After the build the entries' role becomes ``listitem``.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 
 def _dedupe_inline_scripts(app, pagename, templatename, context, doctree):
@@ -23,7 +29,17 @@ def _dedupe_inline_scripts(app, pagename, templatename, context, doctree):
         context["script_files"][:] = kept
 
 
+def _bibliography_roles(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if 'role="doc-biblioentry"' in text:
+            page.write_text(text.replace('role="doc-biblioentry"', 'role="listitem"'), encoding="utf-8")
+
+
 def setup(app):
+    app.connect("build-finished", _bibliography_roles)
     # early: html-page-context stops at the first handler that returns a value
     app.connect("html-page-context", _dedupe_inline_scripts, priority=50)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

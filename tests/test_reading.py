@@ -1,0 +1,159 @@
+"""The book as a reader gets it, without a browser: printed lines that fit,
+vector figures with alt text, downloads that read in plain Jupyter, an
+author–year bibliography, and an answers table with no typed numbers.
+
+The browser-side checks (page width, folded code, axe-core) are in
+tests/test_browser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from bookbuild import ROOT, toc_files
+
+pytestmark = pytest.mark.book
+
+MAX_COLUMNS = 88
+#: Outputs shown in a richer form than their plain text (which is then not shown).
+RICH = ("text/html", "text/markdown", "text/latex", "image/svg+xml", "image/png")
+CHAPTERS = [page for page in toc_files() if (ROOT / f"{page}.md").read_text().startswith("---\njupytext:")]
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _download(html: Path, page: str) -> dict:
+    path = html / "_sources" / f"{page}.ipynb"
+    assert path.exists(), f"no .ipynb download for {page}"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: Path(p).name)
+def test_printed_lines_fit(built_book, page):
+    """Every printed line (stream or plain-text result) is at most 88 columns."""
+    _, html = built_book
+    long = []
+    for k, cell in enumerate(_download(html, page)["cells"]):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                text = _text(output.get("text", ""))
+            else:
+                data = output.get("data", {})
+                rich = any(kind in data for kind in RICH)
+                text = "" if rich else _text(data.get("text/plain", ""))
+            long += [(k, len(line), line[:60]) for line in text.splitlines() if len(line) > MAX_COLUMNS]
+    assert long == [], f"{page}: lines over {MAX_COLUMNS} columns (cell, width, start): {long[:8]}"
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=lambda p: Path(p).name)
+def test_download_reads_in_jupyter(built_book, page):
+    """The .ipynb download shows its figures and has no raw glue roles."""
+    _, html = built_book
+    notebook = _download(html, page)
+    markdown = "\n".join(_text(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+    assert "{glue" not in markdown, re.findall(r"\{glue[^`]*`[^`]*`", markdown)[:5]
+    images = sum(
+        1
+        for cell in notebook["cells"]
+        for output in cell.get("outputs", [])
+        if any(kind.startswith("image/") for kind in output.get("data", {}))
+    )
+    glued = html.parent / "jupyter_execute" / f"{page}.glue.json"
+    figures = 0
+    if glued.exists():
+        figures = sum(
+            1 for v in json.loads(glued.read_text()).values() if "image/svg+xml" in v.get("data", {})
+        )
+    assert images >= figures, f"{page}: {figures} glued figures but {images} images in the download"
+
+
+def test_intro_download_runs(built_book):
+    """The landing page's download runs top to bottom in a fresh kernel."""
+    import nbclient
+    import nbformat
+
+    _, html = built_book
+    notebook = nbformat.reads(json.dumps(_download(html, "book/intro")), as_version=4)
+    nbclient.NotebookClient(notebook, timeout=120, resources={"metadata": {"path": str(ROOT)}}).execute()
+
+
+class _Images(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs))
+
+
+@pytest.mark.parametrize("page", toc_files(), ids=lambda p: Path(p).name)
+def test_figures_are_vector_with_alt_text(built_book, page):
+    """Notebook figures are SVG, and every image has a text alternative that is not a path."""
+    _, html = built_book
+    parser = _Images()
+    parser.feed((html / f"{page}.html").read_text(encoding="utf-8"))
+    figures = [img for img in parser.images if "_images/" in img.get("src", "")]
+    for img in figures:
+        assert img["src"].endswith(".svg"), f"{page}: {img['src']} is a bitmap, not SVG"
+        alt = img.get("alt", "")
+        assert alt and not alt.endswith((".svg", ".png", ".pdf")) and "/" not in alt[:40], (
+            f"{page}: {img['src']} has alt text {alt!r}"
+        )
+
+
+def test_figure_style_is_legible():
+    """Text in figures is at least 9 pt and figures are vector in both routes."""
+    from attnscale import plotting
+
+    sizes = [v for k, v in plotting.BOOK_STYLE.items() if k.endswith(("size", "fontsize"))]
+    assert sizes and min(sizes) >= 9
+    assert plotting.FIGURE_FORMATS[0] == "svg" and "pdf" in plotting.FIGURE_FORMATS
+
+
+def test_answers_table_has_no_typed_numbers():
+    """Every number in the landing page's answers table is glued, none typed."""
+    source = (ROOT / "book" / "intro.md").read_text()
+    table = source[source.index("(answers)=") :]
+    table = table[: table.index("\n:::\n")]
+    rows = [line for line in table.splitlines() if line.startswith("| **")]
+    assert len(rows) == 5, "five settings expected in the answers table"
+    for row in rows:
+        bare = re.sub(r"\{[a-z:]+\}`[^`]*`", "", row)  # glue, ref, prf:ref roles
+        bare = re.sub(r"\$[^$]*\$", "", bare)  # math symbols such as log_2(L^2 - L)
+        assert not re.search(r"\d", bare), f"a typed number in the answers table: {bare}"
+
+
+def test_bibliography_is_author_year():
+    """Author–year labels, unique; named authors; a link for every source that has one."""
+    from pybtex.database import parse_file
+
+    entries = parse_file(ROOT / "book" / "references.bib").entries
+    no_link = {"scaledigest": "an unsigned web note whose address is unknown"}
+    for key, entry in entries.items():
+        persons = entry.persons.get("author", []) + entry.persons.get("editor", [])
+        assert persons, f"{key} has no author"
+        assert all("anonymous" not in str(p).lower() for p in persons), f"{key} is anonymous"
+        month = entry.fields.get("month", "")
+        assert not month.strip().isdigit(), f"{key}: month {month!r} prints as a number; use jan..dec"
+        if key not in no_link:
+            assert "url" in entry.fields or "doi" in entry.fields, f"{key} has neither url nor doi"
+
+
+def test_bibliography_labels_are_unique(built_book):
+    _, html = built_book
+    page = (html / "book" / "bibliography.html").read_text(encoding="utf-8")
+    bracket = r'<span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">'
+    found = re.findall(r'<span class="label">' + bracket, page)
+    labels = [re.sub(r"<[^>]+>", "", label) for label in found]
+    assert labels, "no labelled entries in the bibliography"
+    assert len(labels) == len(set(labels)), sorted(label for label in labels if labels.count(label) > 1)
+    assert not any(label.isdigit() for label in labels), "numbered labels in an author-year bibliography"
+    assert "Su 2021a" in labels and "Su 2021b" in labels
+    assert not any("{" in label or "\\" in label for label in labels), "raw LaTeX in a label"
