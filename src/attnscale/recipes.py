@@ -110,7 +110,11 @@ def yarn_mscale(stretch):
     (``scaled_rope/LlamaDynamicYaRNScaledRotaryEmbedding.py``) and the
     ``attention_factor`` default of ``_compute_yarn_parameters`` in Hugging
     Face ``transformers/modeling_rope_utils.py`` (which applies it to the
-    cos/sin tables as ``attention_scaling``).
+    cos/sin tables as ``attention_scaling``).  That default is the plain
+    rule; a configuration that sets ``mscale`` and ``mscale_all_dim`` (the
+    DeepSeek family) uses :math:`(0.1\,m \ln s + 1)` with a configured
+    coefficient :math:`m` instead, partly folded into the softmax scale:
+    this function is the ``m = 1`` case.
 
     Parameters
     ----------
@@ -690,7 +694,13 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
         "Ding et al. 2024",
     )
     add("InfoScale", alpha_l * float(infoscale_factor(n, d, length)), "Li et al. 2025")
-    add("Llama 4 (NoPE layers, queries)", alpha_l * float(llama4_attention_scale(n)), "Meta 2025")
+    # The head measured at L already carries Llama 4's factor at L (it is 1
+    # for L < 8192); what changes from L to n is the ratio.
+    add(
+        "Llama 4 (NoPE layers), f(n)/f(L)",
+        alpha_l * float(llama4_attention_scale(n) / llama4_attention_scale(length)),
+        "Meta 2025",
+    )
     notes.append(
         "static YaRN and LongRoPE apply one constant, set by the configured window, at every "
         "length; the rows above assume the window is n"
