@@ -213,8 +213,8 @@ CLAIM_MUTANTS = [
     ),
     (
         "initialization",
-        "demodulated_w = modulated_w / np.sqrt(np.sum(modulated_w**2, axis=(1, 2), keepdims=True))",
-        "demodulated_w = modulated_w / np.sqrt(np.sum(modulated_w**2, axis=(0, 2), keepdims=True))",
+        "    np.sum(modulated_w**2, axis=(1, 2), keepdims=True)",
+        "    np.sum(modulated_w**2, axis=(0, 2), keepdims=True)",
         "demodulation summed over output channels",
     ),
     (
@@ -292,8 +292,8 @@ CLAIM_MUTANTS = [
     ),
     (
         "softmax-vs-relu2",
-        "n_cross = {r: 1 + moment[4](signal) / moment[4](mu0) for r, mu0 in regimes.items()}",
-        "n_cross = {r: moment[4](signal) / moment[2](mu0) for r, mu0 in regimes.items()}",
+        "    r: 1 + moment[4](signal) / moment[4](mu0) for r, mu0 in regimes.items()",
+        "    r: moment[4](signal) / moment[2](mu0) for r, mu0 in regimes.items()",
         "crossover length with m2 of the distractors in place of m4",
     ),
     (
@@ -304,8 +304,8 @@ CLAIM_MUTANTS = [
     ),
     (
         "softmax-vs-relu2",
-        "            logsumexp(lam * rho[np.abs(np.arange(m) - m // 2)])",
-        "            logsumexp(rho[np.abs(np.arange(m) - m // 2)])",
+        "        [logsumexp(lam * rho[np.abs(np.arange(m) - m // 2)]) for m in lengths]",
+        "        [logsumexp(rho[np.abs(np.arange(m) - m // 2)]) for m in lengths]",
         "RoPE normalizer without the match strength lambda",
     ),
     (
