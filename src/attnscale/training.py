@@ -77,15 +77,15 @@ class TrainingResult:
 
     Attributes
     ----------
-    scales : numpy.ndarray
+    scales : array
         Shape ``(scales,)``: the scale :math:`\\lambda` of each model (already
         including :math:`1/\\sqrt d`).
-    losses : numpy.ndarray
+    losses : array
         Shape ``(replicas, scales, steps)``: the training-batch loss at each step
         (before that step's update).
-    w_query, w_key : numpy.ndarray
+    w_query, w_key : array
         Shape ``(replicas, scales, d, m)``: the final projections.
-    gain : numpy.ndarray
+    gain : array
         Shape ``(replicas, scales)``: the final learned gain (1 if not learned).
     train_length : int
         The number of keys :math:`L` seen in training.
