@@ -145,7 +145,7 @@ class TypicalRowScales:
         median criterion is).
     per_seed : dict
         The three criteria for every seed (arrays).
-    alphas, median_curve : array
+    alphas, median_curve
         The grid and the median curve over all rows pooled.
     """
 

@@ -77,15 +77,15 @@ class TrainingResult:
 
     Attributes
     ----------
-    scales : array
+    scales
         Shape ``(scales,)``: the scale :math:`\\lambda` of each model (already
         including :math:`1/\\sqrt d`).
-    losses : array
+    losses
         Shape ``(replicas, scales, steps)``: the training-batch loss at each step
         (before that step's update).
-    w_query, w_key : array
+    w_query, w_key
         Shape ``(replicas, scales, d, m)``: the final projections.
-    gain : array
+    gain
         Shape ``(replicas, scales)``: the final learned gain (1 if not learned).
     train_length : int
         The number of keys :math:`L` seen in training.
