@@ -149,7 +149,7 @@ class RemoveCellInputs(SphinxPostTransform):
     default_priority = 100
     builders = ("latex",)
 
-    def apply(self, **kwargs) -> None:
+    def run(self, **kwargs) -> None:
         for node in list(self.document.findall(nodes.container)):
             if "cell_input" in node.get("classes", []):
                 node.parent.remove(node)
@@ -166,7 +166,7 @@ class PlainProofs(SphinxPostTransform):
     default_priority = 100
     builders = ("latex",)
 
-    def apply(self, **kwargs) -> None:
+    def run(self, **kwargs) -> None:
         for node in list(self.document.findall(nodes.admonition)):
             classes = node.get("classes", [])
             if "proof" not in classes or "proof" not in node.get("ids", []) or node.next_node(nodes.title):
