@@ -1,7 +1,9 @@
 """Rerunning a chapter as a notebook gives the numbers the book printed.
 
 Each chapter is converted to .ipynb with jupytext and executed with nbclient,
-as a reader would rerun it.  Then, against the session's book build:
+as a reader would rerun it (``tests/rerun_chapters.py``, started in the
+background while the book builds; see ``tests/conftest.py``).  Then, against
+the session's book build:
 
 * every printed line must equal the build's (its executed notebook), and
 * every number glued into the prose, formatted as the prose formats it,
@@ -17,11 +19,9 @@ import ast
 import html as html_lib
 import re
 
-import jupytext
 import nbformat
 import pytest
 from bookbuild import notebook_chapters
-from nbclient import NotebookClient
 
 pytestmark = pytest.mark.book
 
@@ -56,19 +56,21 @@ def glued(notebook) -> dict[str, object]:
     return values
 
 
+def one_space(text: str) -> str:
+    """Every run of whitespace (no-break spaces included) as one plain space."""
+    return re.sub(r"\s+", " ", text)
+
+
 def page_text(path) -> str:
     text = re.sub(r"<[^>]+>", " ", path.read_text())
-    return re.sub(r"\s+", " ", html_lib.unescape(text))
+    return one_space(html_lib.unescape(text))
 
 
 @pytest.mark.parametrize("chapter", notebook_chapters(), ids=lambda p: p.stem)
-def test_rerun_prints_the_same_numbers(built_book, chapter):
+def test_rerun_prints_the_same_numbers(built_book, rerun_notebook, chapter):
     result, html = built_book
     assert result.returncode == 0, "the book build failed; see test_book_builds_clean"
-    notebook = jupytext.read(chapter)
-    NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(chapter.parent)}}
-    ).execute()
+    notebook = rerun_notebook(chapter)
 
     built = nbformat.read(html.parent / "jupyter_execute" / "book" / f"{chapter.stem}.ipynb", as_version=4)
     expected, actual = streams(built), streams(notebook)
@@ -84,7 +86,7 @@ def test_rerun_prints_the_same_numbers(built_book, chapter):
     missing = []
     for key, spec in GLUE_ROLE.findall(chapter.read_text()):
         assert key in values, f"{chapter.name}: the rerun glued no value '{key}'"
-        shown = format(values[key], spec) if spec else str(values[key])
+        shown = one_space(format(values[key], spec) if spec else str(values[key]))
         if shown not in text:
             missing.append(f"{key} = {shown}")
     assert missing == [], f"{chapter.name}: the built page does not show the rerun's {missing[:5]}"
