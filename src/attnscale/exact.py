@@ -53,6 +53,7 @@ computed directly (no cancellation), so :math:`n` can reach :math:`10^9`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -213,7 +214,7 @@ class ScoreLaw:
         if not abs(total - 1.0) < 1e-9:
             raise ValueError(f"the density of law {self.name!r} integrates to {total!r} over z_range, not 1")
 
-    @property
+    @functools.cached_property
     def hard_ends(self):
         """Ends of the support where the density of s is not negligible (it has an edge there)."""
         span = self._edges[-1] - self._edges[0]
@@ -224,7 +225,7 @@ class ScoreLaw:
         ends = self.score_range
         return tuple(ends[i] for i in (0, 1) if not f[i] < 1e-12 * peak)
 
-    @property
+    @functools.cached_property
     def score_range(self):
         """The scores at the two ends of ``z_range``."""
         return float(self.to_score(self._edges[0])), float(self.to_score(self._edges[-1]))
@@ -426,7 +427,29 @@ def _inner_nodes(law, alpha, tau, extra_s=None):
 def _density_of_score(law, s):
     """log f(s) for scores inside the law's range (the density of s, not of z)."""
     z = law.to_z(s)
-    return law.log_density_z(z) - np.log(law.slope(z))
+    log_f = law.log_density_z(z)
+    if law.score_slope is not None:  # ds = sigma'(z) dz; the identity map needs no correction
+        log_f = log_f - np.log(law.score_slope(z))
+    return log_f
+
+
+@functools.lru_cache(maxsize=1024)
+def _fixed_kernels(w_key: bytes, alpha: float, names: tuple):
+    """Nodes w and the kernel matrix (nodes x statistics) of the fixed-window rule.
+
+    They depend on alpha and the window's edges only, not on tau or the law:
+    cached, since a curve over tau and many laws reuse them.
+    """
+    w_edges = np.frombuffer(w_key)
+    half = 0.5 * np.diff(w_edges)
+    w = (0.5 * (w_edges[:-1] + w_edges[1:]))[:, None] + half[:, None] * _XI
+    w, quad_w = w.ravel(), (half[:, None] * _WXI).ravel() / alpha  # ds = dw / alpha
+    y = np.exp(w)
+    psi = y * np.exp(-y)
+    kernels = {"S": -np.expm1(-y), "f": psi, "chi": psi * y, "eta": psi * (w + EULER_GAMMA)}
+    matrix = np.stack([kernels[k] * quad_w for k in names], axis=1)
+    w.flags.writeable = matrix.flags.writeable = False
+    return w, matrix
 
 
 def _inner_fixed_kernel(law, alpha, tau, w_edges, need):
@@ -436,21 +459,10 @@ def _inner_fixed_kernel(law, alpha, tau, w_edges, need):
     kernels are the same for every tau and every statistic is one matrix
     product of the density at the nodes with the kernel values.
     """
-    half = 0.5 * np.diff(w_edges)
-    w = (0.5 * (w_edges[:-1] + w_edges[1:]))[:, None] + half[:, None] * _XI
-    w, quad_w = w.ravel(), (half[:, None] * _WXI).ravel() / alpha  # ds = dw / alpha
-    y = np.exp(w)
-    e_neg_y = np.exp(-y)
-    psi = y * e_neg_y
-    kernels = {"S": -np.expm1(-y), "f": psi}
-    if "chi" in need:
-        kernels["chi"] = psi * y
-    if "eta" in need:
-        kernels["eta"] = psi * (w + EULER_GAMMA)
-    names = list(kernels)
-    matrix = np.stack([kernels[k] * quad_w for k in names], axis=1)  # (N, statistics)
+    names = ("S", "f", *(k for k in ("chi", "eta") if k in need))
+    w, matrix = _fixed_kernels(w_edges.tobytes(), float(alpha), names)
     with np.errstate(under="ignore"):
-        density = np.exp(_density_of_score(law, (tau[:, None] + w[None, :]) / alpha))  # (T, N)
+        density = np.exp(_density_of_score(law, (tau[:, None] + w[None, :]) * (1.0 / alpha)))  # (T, N)
     values = density @ matrix
     out = {k: values[:, i] for i, k in enumerate(names)}
     out["S"] = out["S"] + law.survival((tau + w_edges[-1]) / alpha)
