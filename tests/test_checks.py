@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnscale import CheckCannotDiscriminate, CheckFailed, check_close, check_true
+from attnscale import CheckCannotDiscriminate, CheckFailed, check_close, check_holds, check_true
 
 
 def test_check_close_passes_and_returns_the_relative_discrepancy():
@@ -77,3 +77,26 @@ def test_failure_message_with_array_tolerance():
 
     with pytest.raises(at.CheckFailed, match=r"atol=0.1..0.2"):
         at.check_close([1.0, 1.0], [2.0, 2.0], check="x", rtol=0, atol=np.array([0.1, 0.2]))
+
+
+# --- check_holds: one claim, applied to the value and to each competing value ----
+
+
+def test_check_holds_applies_the_same_claim_to_the_competing_value():
+    increasing = lambda g: np.diff(g) > 0  # noqa: E731
+    peaks = [1.0, 3.0, 2.0]
+    check_holds(increasing, np.array([1.0, 2.0, 3.0]), check="increases", rules_out={"peaks": peaks})
+    with pytest.raises(CheckCannotDiscriminate, match="also holds for the wrong claim's value 'flat'"):
+        check_holds(increasing, [1.0, 2.0], check="increases", rules_out={"flat": [0.0, 5.0]})
+    with pytest.raises(CheckFailed, match=r"check failed: increases \(1 of 2 false\)"):
+        check_holds(increasing, [1.0, 2.0, 1.5], check="increases", rules_out={"peaks": [1.0, 3.0, 2.0]})
+
+
+def test_check_holds_takes_a_list_of_conditions_and_insists_on_a_callable():
+    check_holds(
+        lambda c: [c >= 0.8, c < 2.0], 0.9, check="in range", rules_out={"too small": 0.5, "too big": 3.0}
+    )
+    with pytest.raises(TypeError, match="claim must be callable"):
+        check_holds(True, 1.0, check="x", exempt="none")
+    with pytest.raises(TypeError, match="either rules_out or exempt"):
+        check_holds(lambda v: v > 0, 1.0, check="x", rules_out={"a": -1.0}, exempt="why")

@@ -8,8 +8,20 @@ records whether it passes ``rules_out=`` (the alternative it rules out) or
 neither fails the audit, as does a bare numerical ``assert`` or a
 ``numpy.testing`` assertion in a chapter: those say neither what is compared
 nor what would be wrong, and should be named checks.  Pure SymPy identities
-(``assert sp.simplify(a - b) == 0`` and other asserts on SymPy expressions)
-are exempt by nature.
+(``assert sp.simplify(a - b) == 0`` and other asserts on SymPy expressions,
+with no conversion to a float anywhere in them) are exempt by nature.
+
+Also refused, because they hide a check from this audit or let it pass
+trivially:
+
+* :func:`attnscale.check_true` with ``rules_out=``: its alternative is a
+  second, hand-written condition, which can be false by algebra whatever
+  the numbers.  :func:`attnscale.check_holds` applies *one* claim to the
+  computed value and to each competing value instead;
+* a check function under another name (``from attnscale import check_close
+  as cc``, ``cc = check_close``);
+* ``if ...: raise`` outside a function: a check with no name and no
+  alternative.
 
 Run as a script to print the table::
 
@@ -29,7 +41,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 
-CHECKS = {"check_close", "check_true"}
+CHECKS = {"check_close", "check_true", "check_holds"}
 #: Assertion helpers that are numerical comparisons without a named alternative.
 NUMPY_ASSERTS = {
     "assert_allclose",
@@ -44,6 +56,8 @@ NUMPY_ASSERTS = {
 #: Names whose presence in an ``assert`` makes it a symbolic (SymPy) statement.
 SYMPY_ROOTS = {"sp", "sympy", "ss"}
 SYMPY_FUNCTIONS = {"simplify", "expand", "factor", "cancel", "together", "nsimplify", "Eq"}
+#: Calls that turn a SymPy expression into a float: an assert with one is numerical.
+NUMERIC_CONVERSIONS = {"float", "int", "N", "evalf", "lambdify", "round", "abs"}
 
 CELL = re.compile(r"^(`{3,})\{code-cell\}[^\n]*\n(.*?)^\1[ \t]*$", re.S | re.M)
 
@@ -92,7 +106,14 @@ def _root(node):
 
 
 def _is_symbolic(test):
-    """True when an ``assert`` states a SymPy fact (simplify, sp./ss. calls)."""
+    """True when an ``assert`` states a SymPy fact (simplify, sp./ss. calls), with no float in it."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call) and _callee(node) in NUMERIC_CONVERSIONS:
+            return False
+        if isinstance(node, ast.Constant) and isinstance(node.value, float):
+            return False
+        if isinstance(node, ast.Name | ast.Attribute) and _root(node) in {"np", "numpy", "math"}:
+            return False
     for node in ast.walk(test):
         if isinstance(node, ast.Call):
             if _callee(node) in SYMPY_FUNCTIONS or _root(node.func) in SYMPY_ROOTS:
@@ -130,6 +151,14 @@ def audit_chapter(path):
                 keywords = {k.arg: k.value for k in node.keywords}
                 if None in keywords:
                     chapter.problems.append((line, f"{_callee(node)} with **kwargs: cannot audit"))
+                elif "rules_out" in keywords and _callee(node) == "check_true":
+                    chapter.problems.append(
+                        (
+                            line,
+                            "check_true with rules_out: state the claim once, "
+                            "check_holds(claim, value, rules_out={name: competing value})",
+                        )
+                    )
                 elif "rules_out" in keywords:
                     chapter.with_alternative += 1
                 elif "exempt" in keywords:
@@ -144,6 +173,16 @@ def audit_chapter(path):
                 chapter.problems.append(
                     (line, f"bare {_callee(node)}: make it a check_close with rules_out= (or exempt=)")
                 )
+            elif isinstance(node, ast.ImportFrom) and any(
+                a.name in CHECKS and a.asname not in (None, a.name) for a in node.names
+            ):
+                chapter.problems.append((line, "a check imported under another name hides it from the audit"))
+            elif (
+                isinstance(node, ast.Assign | ast.AnnAssign)
+                and isinstance(node.value, ast.Name | ast.Attribute)
+                and (getattr(node.value, "id", None) or getattr(node.value, "attr", None)) in CHECKS
+            ):
+                chapter.problems.append((line, "a check bound to another name hides it from the audit"))
             elif isinstance(node, ast.Assert):
                 if _is_symbolic(node.test):
                     chapter.symbolic_asserts += 1
@@ -154,8 +193,25 @@ def audit_chapter(path):
                             "bare numerical assert: make it a check_true/check_close naming the wrong claim",
                         )
                     )
+        for statement in _outside_functions(tree.body):
+            if isinstance(statement, ast.If) and any(
+                isinstance(n, ast.Raise) for b in statement.body + statement.orelse for n in ast.walk(b)
+            ):
+                line = first_line + statement.lineno - 1
+                message = "'if ...: raise' is a check without a name: use a named check"
+                chapter.problems.append((line, message))
     chapter.problems.sort()
     return chapter
+
+
+def _outside_functions(statements):
+    """Every statement, at any depth, that is not inside a function or class body."""
+    for statement in statements:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        yield statement
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            yield from _outside_functions(getattr(statement, name, []) or [])
 
 
 def chapters():
@@ -212,6 +268,28 @@ def test_parser_counts_rules_out_exempt_and_flags_the_rest(tmp_path):
     c = audit_chapter(page)
     assert (c.checks, c.with_alternative, dict(c.exempt), c.symbolic_asserts) == (3, 1, {"a theorem": 1}, 1)
     assert [line for line, _ in c.problems] == [7, 9, 10]  # lines in the .md file
+
+
+def test_parser_refuses_hand_written_alternatives_aliases_and_hidden_raises(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# t\n\n```{code-cell} ipython3\n"
+        "check_true(x > 0, check='a', rules_out={'b': False})\n"
+        "check_holds(lambda v: v > 0, x, check='c', rules_out={'neg': -1})\n"
+        "from attnscale import check_close as cc\n"
+        "ok = check_close\n"
+        "if x < 0:\n"
+        "    raise RuntimeError('x')\n"
+        "def f(kind):\n"
+        "    if kind:\n"
+        "        raise ValueError(kind)\n"
+        "assert float(sp.N(x)) < 0.1\n"
+        "```\n",
+        encoding="utf-8",
+    )
+    c = audit_chapter(page)
+    assert (c.checks, c.with_alternative, c.symbolic_asserts) == (2, 1, 0)
+    assert [line for line, _ in c.problems] == [4, 6, 7, 8, 13]
 
 
 def test_every_chapter_check_names_a_wrong_claim_or_why_none_exists():

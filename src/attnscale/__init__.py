@@ -6,7 +6,7 @@ names in its docstring the equation of the book it implements.
 """
 
 from ._version import __version__ as __version__
-from .checks import CheckCannotDiscriminate, CheckFailed, check_close, check_true
+from .checks import CheckCannotDiscriminate, CheckFailed, check_close, check_holds, check_true
 from .cosine import (
     cosine_alpha_star,
     cosine_alpha_star_large_d,
@@ -96,6 +96,7 @@ __all__ = [
     "attention_scores",
     "best_causal_scale",
     "check_close",
+    "check_holds",
     "check_true",
     "collision_probability",
     "cosine_alpha_star",

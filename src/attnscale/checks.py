@@ -7,6 +7,11 @@ whose tolerance would also let that wrong claim through cannot tell the two
 apart; it fails the build with :class:`CheckCannotDiscriminate`, just as a
 disagreement between the routes fails it with :class:`CheckFailed`.
 
+Three forms: :func:`check_close` (two routes to one number),
+:func:`check_holds` (a claim about a computed value, also evaluated on each
+competing value, so the claim itself is what separates them) and
+:func:`check_true` (a bare condition, for checks exempt from alternatives).
+
 Every call states either ``rules_out=`` (the alternatives) or ``exempt=``
 (why no alternative exists, e.g. a theorem checked to rounding error where
 any other value is a different theorem).  ``tests/test_checks_audit.py``
@@ -22,7 +27,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["CheckCannotDiscriminate", "CheckFailed", "check_close", "check_true"]
+__all__ = ["CheckCannotDiscriminate", "CheckFailed", "check_close", "check_holds", "check_true"]
 
 
 class CheckFailed(AssertionError):
@@ -170,3 +175,64 @@ def check_true(
             raise CheckCannotDiscriminate(
                 f"check cannot discriminate: {check}: the condition also holds under the wrong claim '{name}'"
             )
+
+
+def check_holds(
+    claim,
+    value,
+    *,
+    check: str,
+    detail: str = "",
+    rules_out: Mapping[str, object] | None = None,
+    exempt: str | None = None,
+) -> None:
+    """Assert that ``claim(value)`` holds everywhere, and fails for every competing value.
+
+    The same ``claim`` is applied to the computed ``value`` and to each wrong
+    claim's value, so an alternative cannot be a different, hand-written
+    condition that is false by algebra: it is a value the wrong claim
+    predicts, judged by the same test.
+
+    Parameters
+    ----------
+    claim : callable
+        ``value -> array_like of bool`` (or a list of them); the statement
+        checked, e.g. ``lambda g: np.diff(g) > 0`` for "increases".
+    value : object
+        What the chapter computed.
+    check, detail : str
+        What is being checked, and optional context for the message.
+    rules_out : mapping of str to object, optional
+        Each wrong claim, by a short name and the value it predicts in place
+        of ``value``.  If ``claim`` also holds everywhere on one of them, the
+        check cannot tell the claims apart: :class:`CheckCannotDiscriminate`.
+    exempt : str, optional
+        Instead of ``rules_out``: why no competing value exists.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_holds(lambda g: np.diff(g) > 0, np.array([1.0, 2.0, 3.0]),
+    ...             check="increases", rules_out={"peaks": np.array([1.0, 3.0, 2.0])})
+    """
+    if not callable(claim):
+        raise TypeError(f"{check}: claim must be callable (value -> booleans), got {type(claim).__name__}")
+    alternatives = _alternatives(rules_out, exempt, check)
+    cond = _booleans(claim(value))
+    if not np.all(cond):
+        extra = f": {detail}" if detail else ""
+        raise CheckFailed(f"check failed: {check}{extra} ({int((~cond).sum())} of {cond.size} false)")
+    for name, alt in alternatives.items():
+        if np.all(_booleans(claim(alt))):
+            raise CheckCannotDiscriminate(
+                f"check cannot discriminate: {check}: "
+                f"the claim also holds for the wrong claim's value '{name}'"
+            )
+
+
+def _booleans(result):
+    """A claim's result as one flat boolean array (a list of arrays is concatenated)."""
+    if isinstance(result, list | tuple):
+        parts = [np.asarray(r, dtype=bool).ravel() for r in result]
+        return np.concatenate(parts) if parts else np.ones(0, dtype=bool)
+    return np.asarray(result, dtype=bool).ravel()
