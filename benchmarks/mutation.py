@@ -227,7 +227,7 @@ CLAIM_MUTANTS = [
         "initialization",
         '        lambda x: 4 * expit(x) - 2, depth, width, rng',
         '        tweaked, depth, width, rng',
-        "the linearized sigmoid keeps the second moment like the tweak",
+        "linearized sigmoid keeps the second moment like the tweak",
     ),
     (
         "initialization",
