@@ -194,6 +194,18 @@ CLAIM_MUTANTS = [
     ),
     (
         "variance",
+        '("scaled", 1.0)',
+        '("scaled", d**0.25)',
+        "scaled scores still grow like d^(1/4) (factor d^(-1/4))",
+    ),
+    (
+        "variance",
+        "/ np.sqrt(d_model * d_head)",
+        "/ (np.sqrt(d_model) * d_head)",
+        "T5 query init folds in 1/d, not 1/sqrt(d)",
+    ),
+    (
+        "variance",
         "w_t5 = w_standard / np.sqrt(d_head)",
         "w_t5 = w_standard / d_head",
         "T5 initialization smaller by d, not sqrt(d)",
@@ -213,6 +225,12 @@ CLAIM_MUTANTS = [
     ),
     (
         "initialization",
+        '        lambda x: 4 * expit(x) - 2, depth, width, rng',
+        '        tweaked, depth, width, rng',
+        "linearized sigmoid keeps the second moment like the tweak",
+    ),
+    (
+        "initialization",
         "    np.sum(modulated_w**2, axis=(1, 2), keepdims=True)",
         "    np.sum(modulated_w**2, axis=(0, 2), keepdims=True)",
         "demodulation summed over output channels",
@@ -225,9 +243,15 @@ CLAIM_MUTANTS = [
     ),
     (
         "initialization",
-        "g_ntk = inputs.T @ grad_mse(inputs @ draw / np.sqrt(m)) / np.sqrt(m)",
-        "g_ntk = inputs.T @ grad_mse(inputs @ draw / np.sqrt(m))",
-        "NTK gradient without its 1/sqrt(m)",
+        '"RMSNorm": normalize(tensor, (1,), centre=False),',
+        '"RMSNorm": normalize(tensor, (1,)),',
+        "RMSNorm centres like LayerNorm",
+    ),
+    (
+        "initialization",
+        "    return inputs @ w / np.sqrt(m)",
+        "    return inputs @ w",
+        "NTK layer without its 1/sqrt(m)",
     ),
     (
         "initialization",
@@ -261,13 +285,31 @@ CLAIM_MUTANTS = [
     ),
     (
         "initialization",
-        "spread_theory = np.sqrt(5 * depth / he_width)",
-        "spread_theory = np.sqrt(depth / he_width)",
-        "Hanin-Nica variance without the 5",
+        "hn_constant = he_width * layer_var",
+        "hn_constant = 4.0",
+        "Hanin-Nica variance 4 L/m instead of 5 L/m",
     ),
     (
         "initialization",
-        '    -(spread_theory**2) / 2,\n    check="He, single inputs',
+        "hn_constant = he_width * layer_var",
+        "hn_constant = 6.0",
+        "Hanin-Nica variance 6 L/m instead of 5 L/m",
+    ),
+    (
+        "initialization",
+        "    p_dof * (polygamma(1, dof / 2) + (log_given_k - layer_mean) ** 2)",
+        "    p_dof * polygamma(1, dof / 2)",
+        "Hanin-Nica law without the spread of the ReLU count K",
+    ),
+    (
+        "initialization",
+        "spread_theory = np.sqrt(depth * layer_var)",
+        "spread_theory = np.sqrt(depth / he_width)",
+        "He log spread sqrt(L/m) (constant 1)",
+    ),
+    (
+        "initialization",
+        '    depth * layer_mean,\n    check="He, single inputs',
         '    0.0,\n    check="He, single inputs',
         "He: no drift of the mean log (mean field)",
     ),
