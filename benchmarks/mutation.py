@@ -397,9 +397,9 @@ CLAIM_MUTANTS = [
     ),
     (
         "decoders",
-        'robust = np.minimum(avg["geo"], avg["med"])',
-        'robust = np.maximum(avg["geo"], avg["med"])',
-        "robust = good under either criterion, not both",
+        "    [np.maximum(at.gradient_fraction(a, positions), 0).mean() for a in scan]",
+        "    [at.gradient_fraction(a, positions).mean() for a in scan]",
+        "negative mean-field shares averaged as they are, not as zero",
     ),
     (
         "entropy-invariance",
