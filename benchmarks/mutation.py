@@ -418,6 +418,115 @@ CLAIM_MUTANTS = [
         "limit = {m: np.sqrt(2 * np.log(m)) for m in n_mc}",
         "the limit taken as sqrt(2 log n) instead of f_g(0)",
     ),
+    # --- decoders, entropy-invariance, recipes, training
+    (
+        "decoders",
+        "    name: at.expected_gradient(a, nodes) / limit_nodes",
+        "    name: np.maximum(at.gradient_fraction(a, nodes), 0)",
+        "mean-field share in place of the exact share kappa",
+    ),
+    (
+        "decoders",
+        '"α*(L/2)": float(at.gaussian_alpha_star(L / 2)),',
+        '"α*(L/2)": float(at.gaussian_alpha_star(float(L))),',
+        "the L/2 candidate tuned for L instead",
+    ),
+    (
+        "decoders",
+        "log_geo = np.mean(np.log(np.maximum(values, floor)), axis=1)",
+        "log_geo = np.log(np.mean(values, axis=1))",
+        "arithmetic mean over rows for the geometric mean",
+    ),
+    (
+        "decoders",
+        "    [np.maximum(at.gradient_fraction(a, positions), 0).mean() for a in scan]",
+        "    [at.gradient_fraction(a, positions).mean() for a in scan]",
+        "negative mean-field shares averaged as they are, not as zero",
+    ),
+    (
+        "entropy-invariance",
+        '"log n (source)": a_train * np.log(lengths) / np.log(L_train),',
+        '"log n (source)": a_train * (np.log(lengths) / np.log(L_train)) ** 2,',
+        "the source's log_L n factor squared",
+    ),
+    (
+        "entropy-invariance",
+        '"log n (source)": a_train * np.log(lengths) / np.log(L_train),',
+        '"log n (source)": a_train * np.sqrt(np.log(lengths) / np.log(L_train)),',
+        "sqrt(log_L n) for the source's log_L n",
+    ),
+    (
+        "entropy-invariance",
+        "        - (np.log(n_keys) - a * a / 2)\n",
+        "        - (np.log(n_keys) - a * a)\n",
+        "mean-field entropy with alpha^2 for alpha^2/2 (the Renyi H2 form)",
+    ),
+    (
+        "entropy-invariance",
+        "n_cross_freeze = float(np.exp(2 * np.log(L_train) ** 2 / 9.0))",
+        "n_cross_freeze = float(np.exp(np.log(L_train) ** 2 / 9.0))",
+        "crossing with freezing at log n = (log L)^2/alpha_L^2 (no 2)",
+    ),
+    (
+        "entropy-invariance",
+        "    k: a * np.sqrt(np.log(lengths) / np.log(L_train))",
+        "    k: a * np.log(lengths) / np.log(L_train)",
+        "constant-H/log n rule taken as log_L n, not its square root",
+    ),
+    (
+        "recipes",
+        "else 0.1 * math.log(scale) + 1.0",
+        "else 0.2 * math.log(scale) + 1.0",
+        "YaRN mscale 0.2 ln s + 1 instead of 0.1",
+    ),
+    (
+        "recipes",
+        '"log_L n (Su; Qwen past L; SSMax s = 1/ln L)": np.log(n) / np.log(L),',
+        '"log_L n (Su; Qwen past L; SSMax s = 1/ln L)": np.log2(n) / np.log(L),',
+        "log base 2 for the natural log in log_L n",
+    ),
+    (
+        "recipes",
+        '"YaRN dynamic": at.yarn_mscale(n / L) ** 2,',
+        '"YaRN dynamic": at.yarn_mscale(n / L),',
+        "YaRN mscale on the logits once, not squared",
+    ),
+    (
+        "recipes",
+        "regime: np.sqrt(a**2 + 2 * np.log(n_table / L))",
+        "regime: np.sqrt(a**2 + np.log(n_table / L))",
+        "mean-field entropy match without the factor 2",
+    ),
+    (
+        "training",
+        "standardized = at.attention_scores(wq0, wk0, keys0, queries0) / np.sqrt(d0)",
+        "standardized = at.attention_scores(wq0, wk0, keys0, queries0) / d0",
+        "1/sqrt(d) applied twice (scores over d)",
+    ),
+    (
+        "training",
+        '"ratio_one": mean[one] / mean[best],',
+        '"ratio_one": mean[best] / mean[one],',
+        "penalty of c = 1 as best over c = 1 (ratio inverted)",
+    ),
+    (
+        "training",
+        '"typical row": float(typical[int(n)].median[0]),',
+        '"typical row": float(typical[int(n)].mean_log[0]),',
+        "typical-row marker from the geometric-mean criterion",
+    ),
+    (
+        "training",
+        '"log n (beyond L)": lambda n: max(1.0, np.log(n) / np.log(L)),',
+        '"log n (beyond L)": lambda n: max(1.0, np.log(n) / np.log(L)) ** 2,',
+        "log n factor applied twice (to queries and keys)",
+    ),
+    (
+        "training",
+        '"alpha*": float(at.gaussian_alpha_star(n)),',
+        '"alpha*": float(np.sqrt(np.log(n))),',
+        "alpha* taken as sqrt(log n) (the entropy chapter's tangent scale)",
+    ),
 ]
 
 COPY = [
