@@ -14,6 +14,8 @@ cannot do itself:
   each is put back as an output of the code cell that glues it;
 * ``{glue:text}`name:fmt``` and the other glue roles in Markdown cells are
   replaced by the glued value's text, formatted as on the web page;
+  a ``{glue:md}`` (or ``{glue}``, ``{glue:math}``) block becomes the glued
+  Markdown (or text, or display math) itself;
   a ``{glue:figure}`` block becomes its caption, in italics, marked as the
   caption of the figure above;
 * other MyST roles become plain text: ``{cite:p}`a,b``` -> "[a, b]",
@@ -35,6 +37,11 @@ from sphinx.errors import ExtensionError
 IMAGE_TYPES = ("image/svg+xml", "image/png", "image/jpeg")
 
 ROLE = re.compile(r"\{(?P<role>[a-zA-Z:_-]+)\}`(?P<body>[^`]*)`")
+GLUE_BLOCK = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{(?P<kind>glue|glue:any|glue:md|glue:math)\}\s*(?P<key>\S+)\s*\n"
+    r"(?P<body>.*?)^(?P=fence)\s*$",
+    re.S | re.M,
+)
 GLUE_FIGURE = re.compile(
     r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s*(?P<key>\S+)\s*\n(?P<body>.*?)^(?P=fence)\s*$", re.S | re.M
 )
@@ -76,6 +83,9 @@ def _glue_text(values: dict, body: str) -> str:
 def _flatten_roles(source: str, values: dict) -> str:
     def replace(match):
         role, body = match.group("role"), match.group("body")
+        markdown = values.get(body.split("::")[-1], {}).get("data", {}).get("text/markdown")
+        if role == "glue:md" and markdown is not None:
+            return _plain(markdown).strip()
         if role in ("glue", "glue:", "glue:text", "glue:any", "glue:md"):
             return _glue_text(values, body)
         if role == "glue:math":
@@ -97,7 +107,17 @@ def _flatten_roles(source: str, values: dict) -> str:
         caption = " ".join(line.strip() for line in lines if not line.strip().startswith(":"))
         return f"*Figure above ({match.group('key')}): {caption.strip()}*\n"
 
+    def block(match):
+        key = match.group("key").split("::")[-1]
+        data = values.get(key, {}).get("data", {})
+        if match.group("kind") == "glue:md" and "text/markdown" in data:
+            return _plain(data["text/markdown"]).rstrip() + "\n"
+        if match.group("kind") == "glue:math":
+            return f"$$\n{_glue_text(values, key)}\n$$\n"
+        return _glue_text(values, key) + "\n"
+
     source = GLUE_FIGURE.sub(figure, source)
+    source = GLUE_BLOCK.sub(block, source)
     return ROLE.sub(replace, source)
 
 
