@@ -418,6 +418,54 @@ CLAIM_MUTANTS = [
         "limit = {m: np.sqrt(2 * np.log(m)) for m in n_mc}",
         "the limit taken as sqrt(2 log n) instead of f_g(0)",
     ),
+    # --- cosine-scores
+    (
+        "cosine-scores",
+        "    nu = sp.Rational(d, 2) - 1\n",
+        "    nu = sp.Rational(d, 2)\n",
+        "Bessel index d/2 instead of d/2 - 1 in the MGF",
+    ),
+    (
+        "cosine-scores",
+        "    return np.log(value) + top - betaln(0.5, (d - 1) / 2)",
+        "    return np.log(value) + top - betaln(0.5, d / 2)",
+        "cosine density normalized with B(1/2, d/2)",
+    ),
+    (
+        "cosine-scores",
+        "c_d = star_fit @ log_n / np.sum(log_n**2)",
+        "c_d = star_fit @ np.sqrt(log_n) / np.sum(log_n)",
+        "c(d) fitted as c sqrt(log n) instead of c log n",
+    ),
+    (
+        "cosine-scores",
+        "    at.cosine_alpha_star_large_d(n_fixed[None, :], d_big[:, None]) / exact_big\n",
+        "    (2 * np.sqrt(d_big)[:, None] * at.gaussian_alpha_star(n_fixed)\n"
+        "     - at.cosine_alpha_star_large_d(n_fixed[None, :], d_big[:, None])) / exact_big\n",
+        "large-d correction beta_1/d with the wrong sign",
+    ),
+    (
+        "cosine-scores",
+        "n_25, n_35 = n_where(25.0), n_where(35.0)\n",
+        "grid_n = np.geomspace(2.0, 1e12, 1000)\n"
+        "n_25, n_35 = (\n"
+        "    float(grid_n[np.searchsorted(at.cosine_alpha_star(grid_n, d0), target)])\n"
+        "    for target in (25.0, 35.0)\n"
+        ")\n",
+        "window edges read off a log grid of n instead of solved",
+    ),
+    (
+        "cosine-scores",
+        "    return 2 * np.exp(2 / (d - 1) * (np.log(n) + K - np.log((d + 1) / 2)))",
+        "    return 2 * np.exp(2 / (d - 1) * (np.log(n) + K))",
+        "power law without the factor 2/(d + 1)",
+    ),
+    (
+        "cosine-scores",
+        "    a90, a99 = reach(m, 0.9), reach(m, 0.99)",
+        "    a90, a99 = reach(m, 0.9), reach(m, 0.9)",
+        "the 99% scale reported as the 90% one",
+    ),
     # --- decoders, entropy-invariance, recipes, training
     (
         "decoders",
