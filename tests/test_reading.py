@@ -157,3 +157,16 @@ def test_bibliography_labels_are_unique(built_book):
     assert not any(label.isdigit() for label in labels), "numbered labels in an author-year bibliography"
     assert "Su 2021a" in labels and "Su 2021b" in labels
     assert not any("{" in label or "\\" in label for label in labels), "raw LaTeX in a label"
+
+
+def test_printed_tables_are_tables(built_book):
+    """A Markdown table printed by a cell renders as a table, not as rows of pipes."""
+    _, html = built_book
+    # a Markdown table's separator row left as text ("---" may come out as an em dash)
+    raw = re.compile(r"\|\s*(?:-{3,}|\u2014|&#8212;)\s*\|")
+    pages = sorted((html / "book").glob("*.html"))
+    assert pages
+    for page in pages:
+        text = re.sub(r"<pre[^>]*>.*?</pre>", "", page.read_text(), flags=re.S)  # code may hold them
+        text = re.sub(r"<[^>]+>", " ", text)
+        assert not raw.search(text), f"{page.name}: a Markdown table shows as raw text"
