@@ -166,10 +166,7 @@ def check_true(
         Instead of ``rules_out``: why no competing claim exists.
     """
     alternatives = _alternatives(rules_out, exempt, check)
-    cond = np.asarray(condition, dtype=bool)
-    if not np.all(cond):
-        extra = f": {detail}" if detail else ""
-        raise CheckFailed(f"check failed: {check}{extra} ({int((~cond).sum())} of {cond.size} false)")
+    _require(np.asarray(condition, dtype=bool), check, detail)
     for name, alt in alternatives.items():
         if np.all(np.asarray(alt, dtype=bool)):
             raise CheckCannotDiscriminate(
@@ -218,16 +215,20 @@ def check_holds(
     if not callable(claim):
         raise TypeError(f"{check}: claim must be callable (value -> booleans), got {type(claim).__name__}")
     alternatives = _alternatives(rules_out, exempt, check)
-    cond = _booleans(claim(value))
-    if not np.all(cond):
-        extra = f": {detail}" if detail else ""
-        raise CheckFailed(f"check failed: {check}{extra} ({int((~cond).sum())} of {cond.size} false)")
+    _require(_booleans(claim(value)), check, detail)
     for name, alt in alternatives.items():
         if np.all(_booleans(claim(alt))):
             raise CheckCannotDiscriminate(
                 f"check cannot discriminate: {check}: "
                 f"the claim also holds for the wrong claim's value '{name}'"
             )
+
+
+def _require(cond, check, detail):
+    """Raise :class:`CheckFailed`, naming the check, unless every element of ``cond`` holds."""
+    if not np.all(cond):
+        extra = f": {detail}" if detail else ""
+        raise CheckFailed(f"check failed: {check}{extra} ({int((~cond).sum())} of {cond.size} false)")
 
 
 def _booleans(result):
