@@ -124,6 +124,53 @@ def test_logn_rule_and_learned_gain():
     np.testing.assert_allclose(a["entropy"], b["entropy"], rtol=1e-10)
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_one_step_size_per_model_equals_separate_runs(optimizer):
+    # a grid of (scale, step size) in one call: each model as if trained alone with its step size
+    multipliers, rates = np.array([0.5, 2.0, 2.0]), np.array([0.3, 0.3, 0.05])
+    grid = at.train_attention(
+        16,
+        8,
+        multipliers,
+        replicas=2,
+        steps=20,
+        optimizer=optimizer,
+        learning_rate=rates,
+        loss="readout",
+        seed=3,
+    )
+    for k, (c, rate) in enumerate(zip(multipliers, rates, strict=True)):
+        alone = at.train_attention(
+            16, 8, [c], replicas=2, steps=20, optimizer=optimizer, learning_rate=rate, loss="readout", seed=3
+        )
+        # equal up to rounding: the batched products round differently, and Adam's division by
+        # small second moments magnifies that to ~1e-9 in 20 steps; a wrong step size moves by O(1)
+        np.testing.assert_allclose(grid.losses[:, k], alone.losses[:, 0], rtol=1e-7)
+        np.testing.assert_allclose(grid.w_query[:, k], alone.w_query[:, 0], rtol=1e-7, atol=1e-8)
+    # and the two step sizes at c = 2 really differ (rules out an ignored array)
+    assert not np.allclose(grid.w_query[:, 1], grid.w_query[:, 2])
+
+
+def test_stacked_models_see_the_same_evaluation_keys():
+    # evaluation chunks are set by the keys alone for a few models, so a model evaluates the same
+    # whether alone or stacked with copies of itself under other evaluation multipliers
+    result = at.train_attention(16, 8, [1.0], replicas=3, steps=5, seed=1)
+    stacked = at.TrainingResult(
+        **{
+            **result.__dict__,
+            "scales": np.repeat(result.scales, 3),
+            "w_query": np.repeat(result.w_query, 3, axis=1),
+            "w_key": np.repeat(result.w_key, 3, axis=1),
+            "gain": np.repeat(result.gain, 3, axis=1),
+        }
+    )
+    multiplier = np.array([1.0, 1.5, 3.0])
+    together = at.evaluate_attention(stacked, 512, multiplier, queries=300, seed=4)
+    for k, nu in enumerate(multiplier):
+        alone = at.evaluate_attention(result, 512, nu, queries=300, seed=4)
+        np.testing.assert_allclose(together["entropy"][:, k], alone["entropy"][:, 0], rtol=1e-12)
+
+
 def test_entropy_of_uniform_attention_is_log_n():
     # a zero scale gives uniform rows: entropy log n, target weight 1/n
     result = at.train_attention(8, 4, [1.0], replicas=1, steps=1, learning_rate=1e-12)
@@ -149,6 +196,9 @@ def test_entropy_of_uniform_attention_is_log_n():
         (dict(loss="mse"), "loss", ValueError),
         (dict(learning_rate=0.0), "learning_rate", ValueError),
         (dict(learning_rate=np.inf), "learning_rate", ValueError),
+        (dict(learning_rate=[0.1, 0.2]), "learning_rate", ValueError),
+        (dict(learning_rate=[-0.1]), "learning_rate", ValueError),
+        (dict(learning_rate="fast"), "learning_rate", TypeError),
         (dict(steps=0), "steps", ValueError),
         (dict(batch=True), "batch", TypeError),
         (dict(replicas=0), "replicas", ValueError),

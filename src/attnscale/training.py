@@ -314,7 +314,9 @@ def attention_loss_and_gradients(
     return _loss_and_gradients(w_query, w_key, scales, gain, length_factor, keys, queries, targets, loss)[:2]
 
 
-def _loss_and_gradients(w_query, w_key, scales, gain, length_factor, keys, queries, targets, loss):
+def _loss_and_gradients(
+    w_query, w_key, scales, gain, length_factor, keys, queries, targets, loss, gradients=True
+):
     batch = keys.shape[1]
     logit_scale = gain * scales * length_factor  # (R, S)
     q, raw, z, p = _forward(w_query, w_key, logit_scale, keys, queries)
@@ -330,6 +332,8 @@ def _loss_and_gradients(w_query, w_key, scales, gain, length_factor, keys, queri
         out = p @ keys  # (R, B, S, m)
         err = out - target_value
         value = np.mean(0.5 * np.sum(err**2, axis=-1) / m, axis=1)
+        if not gradients:  # evaluation: the backward products cost as much as the forward ones
+            return value, None, (p, z, index)
         upstream = (err @ np.swapaxes(keys, -1, -2)) / m  # dL/dp_j = x_j . (o - x_t) / m
         dz = _softmax_vjp(p, upstream)
     dz /= batch
@@ -382,8 +386,10 @@ def train_attention(
     steps, batch : int, optional
         Optimizer steps and queries per step, ``>= 1``.
     optimizer : {"adam", "sgd"}
-    learning_rate : float, optional
-        ``> 0``.
+    learning_rate : float or array_like, optional
+        ``> 0``: one step size for every model, or one per multiplier (a
+        one-dimensional array of the length of ``multipliers``), so that a
+        grid of scales and step sizes trains on the same data in one call.
     loss : {"ce", "readout"}
     seed : int, optional
         Seeds the generator (``numpy.random.default_rng(seed)``); the same seed
@@ -410,7 +416,16 @@ def train_attention(
     if np.any(multipliers <= 0):
         raise ValueError(f"multipliers must be > 0, got {multipliers[multipliers <= 0][0]:g}")
     optimizer = _choice(optimizer, "optimizer", OPTIMIZERS)
-    learning_rate = _positive(learning_rate, "learning_rate")
+    learning_rate = _validate.real_array(learning_rate, "learning_rate")
+    if learning_rate.ndim == 0:
+        learning_rate = np.full(multipliers.shape, float(learning_rate))
+    if learning_rate.shape != multipliers.shape:
+        raise ValueError(
+            f"learning_rate must be a single number or have the shape of multipliers "
+            f"{multipliers.shape}, got shape {learning_rate.shape}"
+        )
+    if np.any(~(learning_rate > 0)):
+        raise ValueError(f"learning_rate must be > 0, got {learning_rate[~(learning_rate > 0)][0]:g}")
     loss = _choice(loss, "loss", LOSSES)
     length_rule = _choice(length_rule, "length_rule", ("fixed", "logn"))
     if not isinstance(learn_gain, (bool, np.bool_)):
@@ -440,14 +455,15 @@ def train_attention(
         if not learn_gain:
             grads[2] = np.zeros_like(grads[2])
         for k in range(3):
+            step_size = learning_rate.reshape((1, n_scales) + (1,) * (grads[k].ndim - 2))
             if optimizer == "sgd":
-                params[k] = params[k] - learning_rate * grads[k]
+                params[k] = params[k] - step_size * grads[k]
             else:
                 first[k] = beta1 * first[k] + (1 - beta1) * grads[k]
                 second[k] = beta2 * second[k] + (1 - beta2) * grads[k] ** 2
                 m_hat = first[k] / (1 - beta1 ** (step + 1))
                 v_hat = second[k] / (1 - beta2 ** (step + 1))
-                params[k] = params[k] - learning_rate * m_hat / (np.sqrt(v_hat) + eps)
+                params[k] = params[k] - step_size * m_hat / (np.sqrt(v_hat) + eps)
     return TrainingResult(
         scales=scales,
         losses=losses,
@@ -501,7 +517,10 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
     mu = np.log(n) / np.log(result.train_length) if result.length_rule == "logn" else 1.0
     rng = np.random.default_rng(seed)
     m = result.w_query.shape[-1]
-    chunk = max(1, min(queries, 2**22 // (n * m * n_scales * replicas) or 1))
+    # Chunks bound the memory of the keys (2**22 numbers) and of the weights
+    # (2**24); the keys' bound alone sets them for a few models, so stacking
+    # evaluation-time rules as models draws the same keys as one model does.
+    chunk = max(1, min(queries, 2**22 // (n * m * replicas), 2**24 // (n * n_scales * replicas)))
     totals = {"loss": 0.0, "accuracy": 0.0, "entropy": 0.0, "target_weight": 0.0}
     done = 0
     while done < queries:
@@ -509,7 +528,16 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
         keys, q_in, targets = retrieval_batch(replicas, size, n, m, rng, query_noise)
         gain = result.gain * multiplier
         value, _, (p, z, index) = _loss_and_gradients(
-            result.w_query, result.w_key, result.scales, gain, mu, keys, q_in, targets, result.loss
+            result.w_query,
+            result.w_key,
+            result.scales,
+            gain,
+            mu,
+            keys,
+            q_in,
+            targets,
+            result.loss,
+            gradients=False,
         )
         p_t = np.take_along_axis(p, index, axis=-1)[..., 0]  # (R, B, S)
         log_z = np.log(np.sum(np.exp(z), axis=-1))
