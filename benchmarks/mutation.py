@@ -575,6 +575,24 @@ CLAIM_MUTANTS = [
         '"alpha*": float(np.sqrt(np.log(n))),',
         "alpha* taken as sqrt(log n) (the entropy chapter's tangent scale)",
     ),
+    (
+        "training",
+        '            learning_rate=rates[pick],\n',
+        '            learning_rate=np.full(mult.shape, 0.5 if opt == "sgd" else 0.01),\n',
+        "the 'tuned' runs use the sweep's one rate (tuning not done)",
+    ),
+    (
+        "training",
+        "        pick = np.argmin(search_loss.mean(axis=0), axis=1)\n",
+        "        pick = np.argmax(search_loss.mean(axis=0), axis=1)\n",
+        "the worst rate kept instead of the best",
+    ),
+    (
+        "training",
+        "predicted_16 = at.expected_entropy(alpha_entropy, int(eval_lengths[-1]))",
+        "predicted_16 = transfer[(\"fixed\", int(eval_lengths[-1]))][\"entropy\"][:, 0]",
+        "Part III's prediction replaced by the measurement it is compared with",
+    ),
 ]
 
 COPY = [
