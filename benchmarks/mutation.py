@@ -162,6 +162,12 @@ MUTANTS = [
         'return at_least(value, name, 1.0, what=" (at least two keys)")',
         "validation of n weakened to n >= 1",
     ),
+    (
+        "training.py",
+        "pick = np.argmin(loss.mean(axis=0), axis=1)",
+        "pick = np.argmax(loss.mean(axis=0), axis=1)",
+        "the learning-rate search keeps the worst rate",
+    ),
 ]
 
 # Claim mutants: (chapter under book/, exact code snippet, replacement, the wrong claim).
@@ -225,8 +231,8 @@ CLAIM_MUTANTS = [
     ),
     (
         "initialization",
-        '        lambda x: 4 * expit(x) - 2, depth, width, rng',
-        '        tweaked, depth, width, rng',
+        "        lambda x: 4 * expit(x) - 2, depth, width, rng",
+        "        tweaked, depth, width, rng",
         "linearized sigmoid keeps the second moment like the tweak",
     ),
     (
@@ -577,20 +583,14 @@ CLAIM_MUTANTS = [
     ),
     (
         "training",
-        '            learning_rate=rates[pick],\n',
-        '            learning_rate=np.full(mult.shape, 0.5 if opt == "sgd" else 0.01),\n',
+        "            rates,\n            replicas=tune_seeds,\n",
+        '            np.array([0.5 if opt == "sgd" else 0.01]),\n            replicas=tune_seeds,\n',
         "the 'tuned' runs use the sweep's one rate (tuning not done)",
     ),
     (
         "training",
-        "        pick = np.argmin(search_loss.mean(axis=0), axis=1)\n",
-        "        pick = np.argmax(search_loss.mean(axis=0), axis=1)\n",
-        "the worst rate kept instead of the best",
-    ),
-    (
-        "training",
         "predicted_16 = at.expected_entropy(alpha_entropy, int(eval_lengths[-1]))",
-        "predicted_16 = transfer[(\"fixed\", int(eval_lengths[-1]))][\"entropy\"][:, 0]",
+        'predicted_16 = transfer[("fixed", int(eval_lengths[-1]))]["entropy"][:, 0]',
         "Part III's prediction replaced by the measurement it is compared with",
     ),
 ]

@@ -151,6 +151,81 @@ def test_one_step_size_per_model_equals_separate_runs(optimizer):
     assert not np.allclose(grid.w_query[:, 1], grid.w_query[:, 2])
 
 
+def test_train_at_best_rate_keeps_the_best_rate_and_reports_fresh_seeds():
+    rates = np.array([1e-6, 0.03, 3.0])  # too small to move, good, divergent (Adam)
+    tuned = at.train_at_best_rate(
+        16,
+        8,
+        [0.5, 2.0],
+        rates,
+        replicas=3,
+        steps=60,
+        optimizer="adam",
+        loss="readout",
+        search_seed=5,
+        seed=6,
+    )
+    # independent route: the search loss recomputed from separate runs at each rate
+    for k, c in enumerate([0.5, 2.0]):
+        alone = [
+            at.evaluate_attention(
+                at.train_attention(
+                    16,
+                    8,
+                    [c],
+                    replicas=3,
+                    steps=60,
+                    optimizer="adam",
+                    learning_rate=r,
+                    loss="readout",
+                    seed=5,
+                ),
+                16,
+                queries=256,
+            )["loss"][:, 0].mean()
+            for r in rates
+        ]
+        searched = tuned.search_loss[:, k].mean(axis=0)
+        np.testing.assert_allclose(searched[:2], alone[:2], rtol=1e-6)
+        np.testing.assert_allclose(searched[2], alone[2], rtol=1e-2)  # a divergent run magnifies rounding
+        assert tuned.rates[k] == rates[int(np.argmin(alone))]
+    assert np.all(tuned.rates == 0.03) and not np.any(tuned.at_edge)
+    again = at.train_attention(
+        16,
+        8,
+        [0.5, 2.0],
+        replicas=3,
+        steps=60,
+        optimizer="adam",
+        learning_rate=tuned.rates,
+        loss="readout",
+        seed=6,
+    )
+    np.testing.assert_array_equal(tuned.result.losses, again.losses)  # the reported runs: fresh seed 6
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name", "error"),
+    [
+        (dict(rates=[]), "rates", ValueError),
+        (dict(rates=[0.1, 0.0]), "rates", ValueError),
+        (dict(rates=[[0.1]]), "rates", ValueError),
+        (dict(rates="fast"), "rates", TypeError),
+        (dict(queries=0), "queries", ValueError),
+        (dict(learning_rate=0.1), "learning_rate", TypeError),
+        (dict(multipliers=[[1.0]]), "multipliers", ValueError),
+        (dict(optimizer="lion"), "optimizer", ValueError),
+    ],
+)
+def test_train_at_best_rate_refuses_bad_input(kwargs, name, error):
+    args = dict(n=8, d=4, multipliers=[1.0], rates=[0.1], steps=1, replicas=1)
+    args.update(kwargs)
+    with pytest.raises(error, match=name):
+        at.train_at_best_rate(
+            args.pop("n"), args.pop("d"), args.pop("multipliers"), args.pop("rates"), **args
+        )
+
+
 def test_stacked_models_see_the_same_evaluation_keys():
     # evaluation chunks are set by the keys alone for a few models, so a model evaluates the same
     # whether alone or stacked with copies of itself under other evaluation multipliers

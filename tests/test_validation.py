@@ -201,6 +201,7 @@ def test_every_public_function_is_covered():
         "selu_constants",  # no arguments
         # return a dataclass, a dict or nested tuples; tests/test_training.py checks their arguments
         "train_attention",
+        "train_at_best_rate",
         "evaluate_attention",
         "attention_loss_and_gradients",
         "format_number",  # prose formatting: bad input tested in tests/test_formatting.py

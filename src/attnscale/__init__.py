@@ -71,11 +71,13 @@ from .softmax import (
 )
 from .training import (
     TrainingResult,
+    TunedTraining,
     attention_loss_and_gradients,
     attention_scores,
     evaluate_attention,
     init_projections,
     retrieval_batch,
+    train_at_best_rate,
     train_attention,
 )
 from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retrieval_task
@@ -89,6 +91,7 @@ __all__ = [
     "ScaleEntry",
     "ScoreLaw",
     "TrainingResult",
+    "TunedTraining",
     "TypicalRowScales",
     "activation_second_moment",
     "activation_second_moments",
@@ -144,6 +147,7 @@ __all__ = [
     "softmax_entropy",
     "softmax_jacobian",
     "standard_scale",
+    "train_at_best_rate",
     "train_attention",
     "truncated_normal_std",
     "typical_row_scales",

@@ -111,10 +111,17 @@ def yarn_mscale(stretch):
     ``attention_factor`` default of ``_compute_yarn_parameters`` in Hugging
     Face ``transformers/modeling_rope_utils.py`` (which applies it to the
     cos/sin tables as ``attention_scaling``).  That default is the plain
-    rule; a configuration that sets ``mscale`` and ``mscale_all_dim`` (the
-    DeepSeek family) uses :math:`(0.1\,m \ln s + 1)` with a configured
-    coefficient :math:`m` instead, partly folded into the softmax scale:
-    this function is the ``m = 1`` case.
+    rule, and this function is it.  With :math:`m(s; c) = 0.1\,c \ln s + 1`,
+    a configuration that sets both ``mscale`` (:math:`c_1`) and
+    ``mscale_all_dim`` (:math:`c_2`), as the DeepSeek family does, puts
+    :math:`m(s; c_1)/m(s; c_2)` on the cos/sin tables instead, and
+    DeepSeek's attention multiplies its softmax scale by
+    :math:`m(s; c_2)^2`; the released DeepSeek configurations set
+    :math:`c_1 = c_2`, so the tables are left unscaled and the whole factor
+    sits in the softmax scale.  When the configuration has
+    ``original_max_position_embeddings``, Hugging Face takes
+    :math:`s` = ``max_position_embeddings / original_max_position_embeddings``
+    rather than the configured ``factor``.
 
     Parameters
     ----------
@@ -293,7 +300,7 @@ def qknorm_initial_scale(train_length):
 
 
 def critical_scale(n, rho=0.0):
-    r"""The critical scale :math:`\beta_n = \log n/(1-\rho)` of Chen et al. (2025).
+    r"""The critical scale :math:`\beta_n = \log n/(1-\rho)` of Chen et al. (ICLR 2026).
 
     In the model of "Critical attention scaling in long-context
     transformers", unit-norm tokens with pairwise inner products
@@ -305,6 +312,11 @@ def critical_scale(n, rho=0.0):
     one the paper reports (its Theorem 2.1 and the curve
     :math:`\gamma = 1/(1-\rho)` of its phase diagram, approached as the
     dimension grows); the finite-:math:`d` corrections are not reproduced.
+    The theorem assumes :math:`0 < \rho < 1`; ``rho=0``
+    (:math:`\gamma_c = 1`) is the continuous extension of its formula, not
+    a case it states (exactly orthogonal tokens would also need
+    :math:`d \ge n`).  The theorem's statement was read in a secondary
+    summary of the paper, not in the paper itself.
 
     Parameters
     ----------
