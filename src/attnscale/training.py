@@ -264,15 +264,20 @@ def _forward(w_query, w_key, logit_scale, keys, queries):
     u = np.einsum("rsdm,rbsd->rbsm", w_key, q)  # W_K^T q, so that r_j = u . x_j
     raw = u @ np.swapaxes(keys, -1, -2)  # (R, B, S, n)
     z = logit_scale[:, None, :, None] * raw
-    z = z - z.max(axis=-1, keepdims=True)
-    w = np.exp(z)
-    p = w / w.sum(axis=-1, keepdims=True)
+    z -= z.max(axis=-1, keepdims=True)  # in place: the same operations, fewer large temporaries
+    p = np.exp(z)
+    p /= p.sum(axis=-1, keepdims=True)
     return q, raw, z, p
 
 
 def _softmax_vjp(p, upstream):
-    r"""Vector-Jacobian product of softmax: :math:`J^\top g = p \odot (g - p\cdot g)` (per unit scale)."""
-    return p * (upstream - np.sum(p * upstream, axis=-1, keepdims=True))
+    r"""Vector-Jacobian product of softmax: :math:`J^\top g = p \odot (g - p\cdot g)` (per unit scale).
+
+    Overwrites ``upstream`` (a temporary of the caller) with the result.
+    """
+    upstream -= np.sum(p * upstream, axis=-1, keepdims=True)
+    upstream *= p
+    return upstream
 
 
 def attention_loss_and_gradients(
@@ -359,12 +364,13 @@ def _loss_and_gradients(
         value = np.mean(0.5 * np.sum(err**2, axis=-1) / m, axis=1)
         if not gradients:  # evaluation: the backward products cost as much as the forward ones
             return value, None, (p, z, index)
-        upstream = (err @ np.swapaxes(keys, -1, -2)) / m  # dL/dp_j = x_j . (o - x_t) / m
+        upstream = err @ np.swapaxes(keys, -1, -2)
+        upstream /= m  # dL/dp_j = x_j . (o - x_t) / m
         dz = _softmax_vjp(p, upstream)
     dz /= batch
     d_gain = np.einsum("rbsn,rbsn->rs", dz, raw) * scales * length_factor
-    draw = dz * logit_scale[:, None, :, None]
-    du = draw @ keys  # (R, B, S, m)
+    dz *= logit_scale[:, None, :, None]  # now dL/draw
+    du = dz @ keys  # (R, B, S, m)
     d_key = np.einsum("rbsd,rbsm->rsdm", q, du)
     dq = np.einsum("rsdm,rbsm->rbsd", w_key, du)
     d_query = np.einsum("rbsd,rbm->rsdm", dq, queries)
