@@ -674,7 +674,7 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
             notes.append(f"causal: best fixed scale is alpha*(n = {n_ref:.0f}); keeps {share:.0%} on average")
         else:
             alpha = float(gaussian_alpha_star(n))
-            add("gradient (Gaussian mean field)", alpha, "Su 2023; ch. gaussian-scores")
+            add("gradient (Gaussian mean field)", alpha, "Su 2023 (9812)")
         notes.append(
             "the gradient scale maximizes the source's mean-field objective; the exact "
             "expected gradient has no finite maximizer (it keeps rising toward a limit)"
@@ -687,17 +687,17 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
         add(
             "gradient (cosine mean field)" + (", causal" if causal else ""),
             alpha / root,
-            "Su 2023; ch. cosine-scores",
+            "Su 2023 (9812)",
         )
 
     if train_length is None:
-        add("entropy-invariant log_512(n)", np.log(n) / np.log(512.0), "Su 2021 (its L = 512)")
+        add("entropy-invariant log_512(n)", np.log(n) / np.log(512.0), "Su 2021 (8823), base 512")
         notes.append("give train_length (--train-length) to add the length rules")
         return Recommendation(d, n, scores, bool(causal), None, alpha_l, tuple(entries), tuple(notes))
 
     length = train_length
     ratio = n / length
-    add(f"entropy-invariant a_L*log_{length:g}(n)", alpha_l * np.log(n) / np.log(length), "Su 2021")
+    add(f"entropy-invariant a_L*log_{length:g}(n)", alpha_l * np.log(n) / np.log(length), "Su 2021 (8823)")
     add("Qwen logn (queries, n > L only)", alpha_l * max(1.0, np.log(n) / np.log(length)), "Bai et al. 2023")
     add("YaRN dynamic, mscale(n/L)^2", alpha_l * float(yarn_mscale(max(ratio, 1.0))) ** 2, "Peng et al. 2023")
     add(

@@ -23,7 +23,7 @@ the training length and then used unchanged at other lengths:
     :math:`a_j = \operatorname{relu}(s_j)^2 / (\theta L)`, normalization fixed at the training length.
 ``relu2_row``
     :math:`a_j = \operatorname{relu}(s_j)^2 / \sum_k \operatorname{relu}(s_k)^2`, each row
-    normalized by its own sum (the third repair in Su, 2022).  By positive
+    normalized by its own sum (the third repair in Su, 2022, kexue.fm/archives/9019).  By positive
     homogeneity :math:`\theta` cancels, so this attention has no free
     parameter; a row whose scores are all :math:`\le 0` gets zero weights
     (output 0) instead of 0/0.
