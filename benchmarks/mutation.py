@@ -593,6 +593,24 @@ CLAIM_MUTANTS = [
         'predicted_16 = transfer[("fixed", int(eval_lengths[-1]))]["entropy"][:, 0]',
         "Part III's prediction replaced by the measurement it is compared with",
     ),
+    (
+        "training",
+        '        log_ratio(e, markers[key[1]]["sqrt(2 log n)"], 1.0)\n',
+        '        log_ratio(e, 1.0, markers[key[1]]["sqrt(2 log n)"])\n',
+        "tuned, sqrt(2 log n) trains better than c = 1 (ratio inverted)",
+    ),
+    (
+        "training",
+        'r_all = np.concatenate([tuned[("sgd", n)]["rate"] for n in tune_lengths])',
+        'r_all = np.concatenate([tuned[("adam", n)]["rate"] for n in tune_lengths])',
+        "SGD's chosen rates behave like Adam's (hardly move with the scale)",
+    ),
+    (
+        "entropy-invariance",
+        "    -slope_at(1.0),",
+        "    -slope_at(1 / 8),",
+        "Su's 0.24 is the slope at the standard scale",
+    ),
 ]
 
 COPY = [
