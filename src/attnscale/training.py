@@ -354,16 +354,17 @@ def _loss_and_gradients(
     if loss == "ce":
         log_z = np.log(np.sum(np.exp(z), axis=-1))  # z <= 0 with max 0: no overflow
         value = np.mean(log_z - np.take_along_axis(z, index, axis=-1)[..., 0], axis=1)
-        dz = p.copy()
-        np.put_along_axis(dz, index, np.take_along_axis(p, index, axis=-1) - 1.0, axis=-1)
     else:
         m = keys.shape[-1]
         target_value = np.take_along_axis(keys, targets[..., None, None], axis=2)  # (R, B, 1, m)
-        out = p @ keys  # (R, B, S, m)
-        err = out - target_value
+        err = p @ keys - target_value  # output minus target, (R, B, S, m)
         value = np.mean(0.5 * np.sum(err**2, axis=-1) / m, axis=1)
-        if not gradients:  # evaluation: the backward products cost as much as the forward ones
-            return value, None, (p, z, index)
+    if not gradients:  # evaluation: the backward products cost as much as the forward ones
+        return value, None, (p, z, index)
+    if loss == "ce":
+        dz = p.copy()
+        np.put_along_axis(dz, index, np.take_along_axis(p, index, axis=-1) - 1.0, axis=-1)
+    else:
         upstream = err @ np.swapaxes(keys, -1, -2)
         upstream /= m  # dL/dp_j = x_j . (o - x_t) / m
         dz = _softmax_vjp(p, upstream)
