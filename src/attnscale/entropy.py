@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate
-from .softmax import _prepare
+from .softmax import _prepare, _reduce_rows
 
 __all__ = [
     "entropy_invariant_scale",
@@ -55,6 +55,10 @@ def softmax_entropy(s, alpha=1.0, axis=-1):
     True
     """
     s, alpha = _prepare(s, alpha, axis)
+    return _reduce_rows(_entropy_kernel, s, alpha)
+
+
+def _entropy_kernel(s, alpha):
     gap = s - s.max(axis=-1, keepdims=True)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         z = np.where(gap == 0.0, 0.0, alpha * gap)

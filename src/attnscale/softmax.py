@@ -59,13 +59,42 @@ def _prepare(s, alpha, axis=-1):
     return s, alpha
 
 
-def _weights(s, alpha):
+#: The row reductions below work on at most about this many scores at a
+#: time, so that a broadcast of many scales against many long rows (57
+#: scales x 4000 rows x 1024 keys is 2.3e8 scores) costs memory for one
+#: block of temporaries, not for the whole product.
+_BLOCK_SCORES = 1 << 20
+
+
+def _reduce_rows(kernel, s, alpha):
+    """``kernel(s, alpha)`` over the broadcast batch, a block of rows at a time.
+
+    ``s`` and ``alpha`` come from :func:`_prepare` (``s`` may be a broadcast
+    view).  ``kernel`` maps rows of shape ``(k, n)`` and scales ``(k, 1)`` to
+    one value per row, shape ``(k,)``.  Each row is computed by the same
+    operations as in one call on the whole batch, so the result is the same
+    to the last bit; only the peak memory differs.
+    """
+    batch, n = s.shape[:-1], s.shape[-1]
+    rows = int(np.prod(batch, dtype=np.int64))
+    if rows * n <= _BLOCK_SCORES or rows <= 1:
+        return kernel(s, alpha)
+    per_block = max(1, _BLOCK_SCORES // n)
+    out = np.empty(rows)
+    for start in range(0, rows, per_block):
+        index = np.unravel_index(np.arange(start, min(start + per_block, rows)), batch)
+        out[start : start + per_block] = kernel(s[index], alpha[index])
+    return out.reshape(batch)
+
+
+def _weights(s, alpha, complements=True):
     """Unnormalized weights ``w = exp(alpha (s - max s))`` and their complements.
 
     Returns ``(w, total, others)`` with ``total = sum(w)`` and
     ``others[i] = total - w[i]`` computed without cancellation: for the
     position of the maximum (where ``w = 1``) the complement is summed
-    directly from the remaining weights.
+    directly from the remaining weights.  With ``complements=False``,
+    ``others`` is None (the weights alone cost half as much).
     """
     gap = s - s.max(axis=-1, keepdims=True)  # <= 0, exact enough for |s| <= 1e4
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
@@ -74,6 +103,8 @@ def _weights(s, alpha):
     with np.errstate(under="ignore"):
         w = np.exp(z)
     total = w.sum(axis=-1, keepdims=True)
+    if not complements:
+        return w, total, None
     top = np.argmax(gap, axis=-1)[..., None]
     masked = w.copy()
     np.put_along_axis(masked, top, 0.0, axis=-1)
@@ -121,7 +152,7 @@ def softmax(s, alpha=1.0, axis=-1):
     array([0.25, 0.75])
     """
     s, alpha = _prepare(s, alpha, axis)
-    w, total, _ = _weights(s, alpha)
+    w, total, _ = _weights(s, alpha, complements=False)
     return np.moveaxis(w / total, -1, axis)
 
 
@@ -224,7 +255,11 @@ def collision_probability(s, alpha=1.0, axis=-1):
         broadcast against ``alpha``.
     """
     s, alpha = _prepare(s, alpha, axis)
-    w, total, _ = _weights(s, alpha)
+    return _reduce_rows(_collision_kernel, s, alpha)
+
+
+def _collision_kernel(s, alpha):
+    w, total, _ = _weights(s, alpha, complements=False)
     return np.sum(w * w, axis=-1) / total[..., 0] ** 2
 
 
@@ -250,6 +285,10 @@ def gradient_objective(s, alpha=1.0):
         Shape: the broadcast batch shape of ``s`` and ``alpha``.
     """
     s, alpha = _prepare(s, alpha)
+    return _reduce_rows(_objective_kernel, s, alpha)
+
+
+def _objective_kernel(s, alpha):
     p, complement = _probabilities_and_complements(s, alpha)
     return alpha[..., 0] * np.sum(p * complement, axis=-1)
 
@@ -298,6 +337,10 @@ def gradient_frobenius(s, alpha=1.0):
     1.0
     """
     s, alpha = _prepare(s, alpha)
+    return _reduce_rows(_frobenius_kernel, s, alpha)
+
+
+def _frobenius_kernel(s, alpha):
     p, complement = _probabilities_and_complements(s, alpha)
     top = np.argmax(p, axis=-1)[..., None]
     # r_i = sqrt(sum_{j != i} p_j^2).  For the top weight: the Euclidean norm
@@ -342,6 +385,10 @@ def renyi2_entropy(s, alpha=1.0, axis=-1):
         Shape of ``s`` without ``axis`` broadcast against ``alpha``.
     """
     s, alpha = _prepare(s, alpha, axis)
+    return _reduce_rows(_renyi2_kernel, s, alpha)
+
+
+def _renyi2_kernel(s, alpha):
     p, complement = _probabilities_and_complements(s, alpha)
     collision = np.sum(p * p, axis=-1)
     spread = np.sum(p * complement, axis=-1)  # = 1 - collision, without cancellation
