@@ -127,7 +127,7 @@ def _backward(architecture, weights, cache, grad, through_branches=True):
 
 
 def layer_second_moments(
-    architecture, depth, width, rng, samples=64, branch_scale=0.0, through_branches=True
+    architecture, depth, width, rng, samples=64, branch_scale=0.0, through_branches=True, gradients=True
 ):
     r"""Mean squares of activations and gradients at every layer of a random network.
 
@@ -143,35 +143,54 @@ def layer_second_moments(
         Source of randomness (weights, inputs, upstream gradient).
     samples : int, optional
         Batch size.
-    branch_scale : float, optional
+    branch_scale : float or 1-D array_like, optional
         For ``rezero``: the value :math:`a_l` of every branch factor (0 at
-        initialization; a warm-up raises it towards 1 during training).
+        initialization; a warm-up raises it towards 1 during training).  An
+        array evaluates the *same* network (weights, inputs, upstream
+        gradient) at each value, at the cost of one set of random draws.
     through_branches : bool, optional
         If False, the backward pass follows only the identity path of a
         residual stack (through the norms of ``post-norm``), which measures
         how much of the output gradient reaches layer :math:`l` directly.
+    gradients : bool, optional
+        If False, skip the backward pass (``backward`` is None).  The random
+        draws are the same either way, so the forward moments and the
+        generator's state after the call do not depend on it.
 
     Returns
     -------
     forward : numpy.ndarray
-        ``forward[l]`` is :math:`\mathbb E[x_l^2]`, for :math:`l = 0 \dots` ``depth``.
+        ``forward[l]`` is :math:`\mathbb E[x_l^2]`, for :math:`l = 0 \dots` ``depth``
+        (``forward[k, l]`` for the ``k``-th of an array of ``branch_scale``).
     backward : numpy.ndarray
         ``backward[l]`` is the mean square of :math:`\partial \mathcal L / \partial x_l` for
-        a loss whose gradient at the output is standard normal.
+        a loss whose gradient at the output is standard normal (same shape
+        as ``forward``).
     """
     if architecture not in ARCHITECTURES:
         raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {architecture!r}")
     depth, width = _count(depth, "depth"), _count(width, "width", 2)
     samples = _count(samples, "samples")
-    branch_scale = float(_validate.real_array(branch_scale, "branch_scale"))
+    branch_scale = _validate.real_array(branch_scale, "branch_scale")
+    if branch_scale.ndim > 1:
+        raise ValueError(f"branch_scale must be a number or a 1-D array, got shape {branch_scale.shape}")
+    for flag, name in ((through_branches, "through_branches"), (gradients, "gradients")):
+        if not isinstance(flag, bool | np.bool_):
+            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     weights = _build(architecture, depth, width, rng)
-    activations, cache = _forward(architecture, weights, rng.standard_normal((samples, width)), branch_scale)
-    if not isinstance(through_branches, bool | np.bool_):
-        raise TypeError(f"through_branches must be a bool, got {type(through_branches).__name__}")
-    grads = _backward(
-        architecture, weights, cache, rng.standard_normal((samples, width)), bool(through_branches)
-    )
-    return (np.array([np.mean(a * a) for a in activations]), np.array([np.mean(g * g) for g in grads]))
+    # one leading axis per branch scale (length 1 for a number)
+    gains = branch_scale.reshape(-1, 1, 1)
+    x = np.broadcast_to(rng.standard_normal((samples, width)), (gains.shape[0], samples, width))
+    activations, cache = _forward(architecture, weights, x, gains)
+    upstream = rng.standard_normal((samples, width))  # drawn either way: the same stream
+    forward = np.array([np.mean(a * a, axis=(-2, -1)) for a in activations]).T
+    if not gradients:
+        return (forward[0] if branch_scale.ndim == 0 else forward), None
+    grads = _backward(architecture, weights, cache, upstream, bool(through_branches))
+    backward = np.array([np.broadcast_to(np.mean(g * g, axis=(-2, -1)), gains.shape[:1]) for g in grads]).T
+    if branch_scale.ndim == 0:
+        return forward[0], backward[0]
+    return forward, backward
 
 
 def activation_second_moments(activation, depth, width, rng, weight_std=None, samples=64):

@@ -417,7 +417,9 @@ def train_attention(
         Independent seeds, ``>= 1``.
     steps, batch : int, optional
         Optimizer steps and queries per step, ``>= 1``.
-    optimizer : {"adam", "sgd"}
+    optimizer : {"adam", "sgd"} or sequence of them, optional
+        One optimizer for every model, or one per multiplier (so that runs
+        that differ only in the optimizer share their data in one call).
     learning_rate : float or array_like, optional
         ``> 0``: one step size for every model, or one per multiplier (a
         one-dimensional array of the length of ``multipliers``), so that a
@@ -447,7 +449,14 @@ def train_attention(
         )
     if np.any(multipliers <= 0):
         raise ValueError(f"multipliers must be > 0, got {multipliers[multipliers <= 0][0]:g}")
-    optimizer = _choice(optimizer, "optimizer", OPTIMIZERS)
+    if isinstance(optimizer, str):
+        optimizer = [optimizer] * multipliers.size
+    if not isinstance(optimizer, list | tuple) or len(optimizer) != multipliers.size:
+        raise ValueError(
+            f"optimizer must be one of {OPTIMIZERS} or a sequence of them, one per multiplier "
+            f"({multipliers.size}), got {optimizer!r}"
+        )
+    uses_sgd = np.array([_choice(name, "optimizer", OPTIMIZERS) == "sgd" for name in optimizer])
     learning_rate = _validate.real_array(learning_rate, "learning_rate")
     if learning_rate.ndim == 0:
         learning_rate = np.full(multipliers.shape, float(learning_rate))
@@ -487,15 +496,17 @@ def train_attention(
         if not learn_gain:
             grads[2] = np.zeros_like(grads[2])
         for k in range(3):
-            step_size = learning_rate.reshape((1, n_scales) + (1,) * (grads[k].ndim - 2))
-            if optimizer == "sgd":
-                params[k] = params[k] - step_size * grads[k]
-            else:
+            per_model = (1, n_scales) + (1,) * (grads[k].ndim - 2)
+            step_size = learning_rate.reshape(per_model)
+            update = step_size * grads[k]  # SGD
+            if not uses_sgd.all():  # Adam for the others
                 first[k] = beta1 * first[k] + (1 - beta1) * grads[k]
                 second[k] = beta2 * second[k] + (1 - beta2) * grads[k] ** 2
                 m_hat = first[k] / (1 - beta1 ** (step + 1))
                 v_hat = second[k] / (1 - beta2 ** (step + 1))
-                params[k] = params[k] - step_size * m_hat / (np.sqrt(v_hat) + eps)
+                adam = step_size * m_hat / (np.sqrt(v_hat) + eps)
+                update = np.where(uses_sgd.reshape(per_model), update, adam)
+            params[k] = params[k] - update
     return TrainingResult(
         scales=scales,
         losses=losses,

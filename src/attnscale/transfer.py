@@ -39,7 +39,6 @@ from scipy.optimize import minimize_scalar
 
 from . import _validate
 from .montecarlo import _count
-from .softmax import softmax
 
 __all__ = ["ATTENTIONS", "fit_attention_parameter", "retrieval_error", "retrieval_task"]
 
@@ -75,21 +74,48 @@ def retrieval_task(samples, n, rng, signal=4.0, distractor_mean=0.0):
     return scores, values
 
 
-def _weights(kind, theta, scores, train_length):
+def _error_function(kind, scores, values, train_length):
+    """``theta -> mean (o - 1)^2`` for one attention on fixed scores and values.
+
+    What does not depend on :math:`\\theta` is computed once: the scores
+    shifted by their row maximum (softmax), or each row's
+    :math:`\\sum_j \\operatorname{relu}(s_j)^2 v_j` (relu², whose output is
+    linear in :math:`1/\\theta`), so that an optimizer's many evaluations
+    cost one exponential each, or nothing.
+    """
+    if kind not in ATTENTIONS:
+        raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
     n = scores.shape[-1]
-    if kind == "softmax":
-        return softmax(scores, theta)
-    if kind == "softmax_logn":
-        return softmax(scores, theta * np.log(n) / np.log(train_length))
+    if kind in ("softmax", "softmax_logn"):
+        factor = np.log(n) / np.log(train_length) if kind == "softmax_logn" else 1.0
+        gap = scores - scores.max(axis=-1, keepdims=True)  # <= 0: exp never overflows
+
+        def error(theta):
+            w = np.exp((theta * factor) * gap)
+            output = np.sum(w * values, axis=-1) / np.sum(w, axis=-1)
+            return float(np.mean((output - 1.0) ** 2))
+
+        return error
     relu2 = np.maximum(scores, 0.0) ** 2
-    if kind == "relu2_n":
-        return relu2 / (theta * n)
-    if kind == "relu2_fixed":
-        return relu2 / (theta * train_length)
+    weighted = np.sum(relu2 * values, axis=-1)
     if kind == "relu2_row":
-        total = relu2.sum(axis=-1, keepdims=True)
-        return relu2 / np.where(total > 0.0, total, 1.0)
-    raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
+        total = relu2.sum(axis=-1)
+        output = weighted / np.where(total > 0.0, total, 1.0)
+        fixed = float(np.mean((output - 1.0) ** 2))
+        return lambda theta: fixed
+    divisor = n if kind == "relu2_n" else train_length
+    return lambda theta: float(np.mean((weighted / (theta * divisor) - 1.0) ** 2))
+
+
+def _task_arrays(scores, values):
+    """Scores and values as float arrays of one shape ``(samples, n)``, validated."""
+    scores = _validate.scores(scores)
+    values = _validate.real_array(values, "values")
+    if scores.ndim != 2 or values.shape != scores.shape:
+        raise ValueError(
+            f"scores and values must both have shape (samples, n), got {scores.shape} and {values.shape}"
+        )
+    return scores, values
 
 
 def retrieval_error(kind, theta, scores, values, train_length=512):
@@ -112,8 +138,7 @@ def retrieval_error(kind, theta, scores, values, train_length=512):
         :math:`\\overline{(o - 1)^2}` over the samples.
     """
     theta = float(_validate.at_least(theta, "theta", np.finfo(float).tiny))
-    output = np.sum(_weights(kind, theta, scores, train_length) * values, axis=-1)
-    return float(np.mean((output - 1.0) ** 2))
+    return _error_function(kind, *_task_arrays(scores, values), train_length)(theta)
 
 
 def fit_attention_parameter(kind, scores, values, train_length=512):
@@ -137,12 +162,11 @@ def fit_attention_parameter(kind, scores, values, train_length=512):
     float
         The fitted :math:`\\theta`.
     """
-    if kind not in ATTENTIONS:
-        raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
+    error = _error_function(kind, *_task_arrays(scores, values), train_length)
     if kind == "relu2_row":
         return 1.0
     result = minimize_scalar(
-        lambda log_theta: retrieval_error(kind, np.exp(log_theta), scores, values, train_length),
+        lambda log_theta: error(np.exp(log_theta)),
         bounds=(-12.0, 12.0),
         method="bounded",
         options={"xatol": 1e-8},
