@@ -1,0 +1,88 @@
+"""Execute the chapters side by side: a parallel read, scheduled longest first.
+
+MyST-NB executes a notebook while Sphinx reads it, so a parallel read runs
+several chapters' kernels at once.  ``jupyter-book build`` (1.x) always
+asks Sphinx for a serial build; this extension turns the read parallel
+from inside, so the README's build command stays one plain line:
+
+* ``app.parallel`` is set to ``ATTNSCALE_BUILD_JOBS`` processes (default:
+  the number of CPUs plus one, so that a core never waits while a kernel
+  starts or Sphinx pickles a result).  ``ATTNSCALE_BUILD_JOBS=1`` gives the
+  serial build (``benchmarks/build_times.py`` measures both).
+* Sphinx splits the documents into equal runs in name order (seven and
+  seven on two CPUs: one core idles while the other finishes the heavy
+  half).  Here every document is its own task, and the tasks start
+  heaviest first (longest-processing-time-first scheduling), the weight of
+  a document being its source size, the best guess a clean build has.
+* Three extensions that jupyter-book loads do not say whether they are
+  safe for a parallel read, so Sphinx would fall back to a serial one with
+  a warning.  Each was read (the versions pinned in requirements.txt):
+  ``sphinx_multitoc_numbering`` renumbers sections after reading,
+  ``sphinx_jupyterbook_latex`` acts only for the LaTeX builder, and
+  ``sphinx-mathjax-offline`` copies files when the build ends; none keeps
+  per-document state, so they are declared safe here.
+* sphinx-proof keeps its theorems in ``env.proof_list`` (merged by its own
+  handler) and nothing in its domain's data, but lacks the
+  ``merge_domaindata`` method that Sphinx calls after a parallel read; an
+  empty one is added.
+
+Only the read is affected: what each chapter computes, and every way the
+build fails (``tests/test_book.py`` injects each fault into a book large
+enough to be read in parallel), stay the same.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import sphinx.builders
+
+UNDECLARED_BUT_SAFE = ("sphinx_multitoc_numbering", "sphinx_jupyterbook_latex", "sphinx-mathjax-offline")
+
+
+def build_jobs() -> int:
+    """Processes for the read: ``ATTNSCALE_BUILD_JOBS`` or the CPUs plus one."""
+    value = os.environ.get("ATTNSCALE_BUILD_JOBS", "").strip()
+    if not value:
+        return (os.cpu_count() or 1) + 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"ATTNSCALE_BUILD_JOBS must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _heaviest_first(app):
+    """A ``make_chunks`` that gives one document per task, heaviest started first."""
+
+    def weight(docname: str) -> int:
+        try:
+            return Path(app.env.doc2path(docname)).stat().st_size
+        except OSError:
+            return 0
+
+    def make_chunks(docnames, nproc, maxbatch=10):
+        ordered = sorted(docnames, key=weight, reverse=True)
+        # Sphinx starts the first `nproc` tasks at once and then the waiting
+        # ones last-added first, so the rest go in ascending order.
+        return [[doc] for doc in ordered[:nproc] + ordered[nproc:][::-1]]
+
+    return make_chunks
+
+
+def _configure(app, config):
+    app.parallel = build_jobs()
+    for name in UNDECLARED_BUT_SAFE:
+        extension = app.extensions.get(name)
+        if extension is not None and extension.parallel_read_safe is None:
+            extension.parallel_read_safe = True
+    if app.parallel > 1:
+        sphinx.builders.make_chunks = _heaviest_first(app)
+
+
+def setup(app):
+    from sphinx_proof.domain import ProofDomain
+
+    if "merge_domaindata" not in vars(ProofDomain):
+        ProofDomain.merge_domaindata = lambda self, docnames, otherdata: None
+    app.connect("config-inited", _configure)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
