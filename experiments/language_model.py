@@ -1,0 +1,432 @@
+"""The language-model sweep of the chapter *A language model* (about 50 minutes on two CPU cores).
+
+    python experiments/language_model.py                       # the committed results file
+    python experiments/language_model.py --seeds 5 6 7 8 9 --only length:nope \\
+        --out book/data/language-model-reseed.json              # the same arms on new seeds
+    python experiments/language_model.py --quick --out /tmp/lm.json   # a two-minute smoke run
+
+Trains byte-level decoder-only transformers (:mod:`attnscale.lm`) on the
+pinned SymPy sources (:mod:`attnscale.corpus`) and writes one JSON file with
+everything the chapter draws and checks, and its provenance (the command,
+git commit, package versions, corpus checksums, seeds, per-step training
+losses, wall times, device).  Never edit the file by hand: rerun this.
+
+Two experiments, every arm paired by seed (the same initial weights and the
+same batches):
+
+``length``
+    Trained at L = 64 with RoPE and with NoPE under three training rules
+    (standard 1/sqrt(d), Su's log_512 n, Scalable-Softmax), evaluated on the
+    test split at 64 ... 1024 tokens.  The standard model is also evaluated
+    under three rules applied only at evaluation, to rows that see more than
+    L keys: Qwen's log_L n, the book's sqrt rule (each head's own score
+    spread at L), and the book's calculator (``attnscale.recommend_scale``
+    fed each head's measured entropy at L).
+``normalizer``
+    Pretrained at 256 tokens with softmax or with relu^2/N (N = 256), then
+    evaluated at 64 and 128 tokens with N fixed at 256 or N = the sample
+    length, and fine-tuned briefly at 64 tokens under each.
+
+Workers are separate processes, each with one XLA thread (two single-threaded
+workers train faster on two cores than one process with two threads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import asdict, replace
+from importlib import metadata
+from pathlib import Path
+
+# One XLA thread per worker; set before JAX is imported anywhere.
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+
+import multiprocessing as mp
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "book" / "data" / "language-model.json"
+
+TRAIN_LENGTH = 64
+EVAL_LENGTHS = (64, 128, 256, 512, 1024)
+EVAL_TOKENS = 32768  # windows per length: EVAL_TOKENS / T, the same windows for every arm and seed
+BANDS = ((0, 64), (64, 128), (128, 256), (256, 512), (512, 1024))
+CALIBRATION_WINDOWS = 512  # validation windows of L tokens for each head's entropy and spread at L
+SPIKE_ROWS = 128  # last rows kept per head for the spike-over-bulk model
+RULE_GRID = 24  # lengths in (L, max] at which the calculator is asked; log-linear between
+PRETRAIN_LENGTH, PRETRAIN_BATCH = 256, 8
+FINETUNE_LENGTH, FINETUNE_STEPS, FINETUNE_RATE = 64, 150, 1e-3
+NORMALIZER_LENGTHS = (64, 128)
+
+
+def base_config(quick: bool):
+    from attnscale.lm import LMConfig
+
+    if quick:
+        return LMConfig(d_model=32, n_heads=2, n_layers=1, d_mlp=64, steps=30, train_length=TRAIN_LENGTH)
+    return LMConfig(train_length=TRAIN_LENGTH, steps=1000)
+
+
+def jobs_for(seeds, only, quick):
+    """Every unit of work, heaviest first."""
+    jobs = []
+    if only in (None, "normalizer"):
+        for normalizer in ("relu2", "softmax"):
+            jobs += [{"experiment": "normalizer", "normalizer": normalizer, "seed": s} for s in seeds]
+    for positions in ("rope", "nope"):
+        if only not in (None, "length", f"length:{positions}"):
+            continue
+        for rule in ("standard", "logn512", "ssmax"):
+            jobs += [{"experiment": "length", "positions": positions, "rule": rule, "seed": s} for s in seeds]
+    return jobs
+
+
+def job_steps(job, quick):
+    config = base_config(quick)
+    if job["experiment"] == "length":
+        return config.steps
+    finetunes = 2 if job["normalizer"] == "relu2" else 1
+    return pretrain_steps(quick) + finetunes * (FINETUNE_STEPS // (10 if quick else 1))
+
+
+def pretrain_steps(quick):
+    return 30 if quick else 600
+
+
+# -- the worker ---------------------------------------------------------------------
+
+_STATE: dict = {}
+
+
+def _init_worker(counter, quick):
+    from attnscale.corpus import sympy_corpus
+
+    _STATE.update(counter=counter, quick=quick, corpus=sympy_corpus())
+
+
+def _progress(step, loss):
+    with _STATE["counter"].get_lock():
+        _STATE["counter"].value += 1
+
+
+def _windows(split, length, count, seed):
+    from attnscale.corpus import batch_windows, window_starts
+
+    text = _STATE["corpus"].split(split)
+    return batch_windows(text, window_starts(len(text), length, count, seed), length)
+
+
+def _test_windows(length):
+    count = max(EVAL_TOKENS // length, 8) if not _STATE["quick"] else 4
+    return _windows("test", length, count, seed=10_000 + length)
+
+
+def _round(values, digits=7):
+    """JSON-ready floats with ``digits`` significant digits (float32 carries about 7)."""
+    array = np.asarray(values, dtype=float)
+    if array.ndim == 0:
+        return float(f"{float(array):.{digits}g}")
+    return [_round(v, digits) for v in array]
+
+
+def _summary(evaluation, length, keep_positions=False):
+    """What the chapter needs of one evaluation at one length."""
+    loss = evaluation["loss"]
+    out = {
+        "loss": _round(loss.mean()),
+        "bands": _round([loss[a:b].mean() for a, b in BANDS if b <= length]),
+        "entropy_bands": _round(
+            [evaluation["entropy"][..., a:b].mean(axis=-1) for a, b in BANDS if b <= length]
+        ),  # (bands, layers, heads)
+        "entropy_last": _round(evaluation["entropy"][..., -1]),  # the query that sees every key
+        "loss_by_window": _round(evaluation["loss_by_window"], 6),
+    }
+    if keep_positions:
+        out["loss_by_position"] = _round(loss, 6)
+        out["entropy_by_position"] = _round(evaluation["entropy"], 5)
+    return out
+
+
+def _rule_factors(model, calibration):
+    """The three evaluation-time rules, each a function of the length: (layers, heads, T) factors."""
+    import attnscale as at
+
+    config = model.config
+    layers, heads, big = config.n_layers, config.n_heads, max(EVAL_LENGTHS)
+    entropy_l = calibration["entropy"][..., -1]  # (layers, heads): rows that see L keys
+    spread_l = calibration["score_std"][..., -1]  # alpha_L on the unit score (standard scale)
+    grid = np.unique(np.round(np.geomspace(TRAIN_LENGTH + 1, big, RULE_GRID)))
+    calculator = np.ones((layers, heads, grid.size))
+    notes = []
+    for layer in range(layers):
+        for head in range(heads):
+            try:
+                recs = [
+                    at.recommend_scale(
+                        config.head_dim,
+                        float(n),
+                        train_length=TRAIN_LENGTH,
+                        head_entropy=float(entropy_l[layer, head]),
+                    )
+                    for n in grid
+                ]
+            except ValueError as error:  # a head outside the calculator's domain keeps the standard scale
+                notes.append(f"layer {layer} head {head}: {error}")
+                continue
+            for k, rec in enumerate(recs):
+                match = [e for e in rec.entries if e.criterion.startswith("exact entropy match")]
+                if match:
+                    calculator[layer, head, k] = match[0].unit_scale / rec.alpha_train
+                else:
+                    notes.append(f"layer {layer} head {head}, n = {grid[k]:g}: no exact entropy match")
+
+    def beyond(values_of_n, length):
+        n = np.arange(1, length + 1, dtype=float)
+        return np.where(n > TRAIN_LENGTH, values_of_n(n), 1.0).astype(np.float32)
+
+    def qwen(length):
+        f = beyond(lambda n: np.log(n) / np.log(TRAIN_LENGTH), length)
+        return np.broadcast_to(f, (layers, heads, length))
+
+    def sqrt_rule(length):
+        a = spread_l[..., None]
+        return beyond(
+            lambda n: np.sqrt(a**2 + 2 * np.log(np.maximum(n, TRAIN_LENGTH) / TRAIN_LENGTH)) / a, length
+        )
+
+    def calculator_rule(length):
+        log_grid = np.log(grid)
+        interpolate = lambda n: np.stack(  # noqa: E731
+            [[np.interp(np.log(n), log_grid, calculator[i, j]) for j in range(heads)] for i in range(layers)]
+        )
+        return beyond(interpolate, length)
+
+    rules = {"qwen_logn": qwen, "sqrt_rule": sqrt_rule, "calculator": calculator_rule}
+    return rules, {"grid": _round(grid), "factors": _round(calculator), "notes": notes}
+
+
+def _spike_rows(calibration, model):
+    """Per head, SPIKE_ROWS last rows at L: top logit, bulk mean and bulk spread of the rest."""
+    logits = calibration["last_logits"][:SPIKE_ROWS]  # (rows, layers, heads, L)
+    top = logits.max(axis=-1)
+    order = np.sort(logits, axis=-1)
+    bulk = order[..., :-1]
+    return {
+        "top": _round(np.moveaxis(top, 0, -1), 6),
+        "bulk_mean": _round(np.moveaxis(bulk.mean(axis=-1), 0, -1), 6),
+        "bulk_sd": _round(np.moveaxis(bulk.std(axis=-1), 0, -1), 6),
+    }
+
+
+def run_length(job):
+    from attnscale import lm
+
+    quick = _STATE["quick"]
+    config = replace(base_config(quick), positions=job["positions"], scale_rule=job["rule"])
+    begin = time.perf_counter()
+    model = lm.train(config, _STATE["corpus"].train, job["seed"], progress=_progress)
+    calibration_windows = _windows(
+        "validation", TRAIN_LENGTH, CALIBRATION_WINDOWS if not quick else 8, seed=20_000
+    )
+    calibration = lm.evaluate(model, calibration_windows)
+    start = lm.TrainedModel(config, lm.init_params(config, job["seed"]), job["seed"], np.zeros(0), 0.0)
+    at_init = lm.evaluate(start, calibration_windows)
+    record = {
+        **job,
+        "log": model.log(),
+        "at_L": {
+            "entropy": _round(calibration["entropy"][..., -1]),
+            "score_std": _round(calibration["score_std"][..., -1]),
+            "score_std_init": _round(at_init["score_std"][..., -1]),
+            "entropy_init": _round(at_init["entropy"][..., -1]),
+            "max_weight": _round(calibration["max_weight"][..., -1]),
+        },
+        "eval": {"trained": {}},
+    }
+    if config.scale_rule == "ssmax":
+        record["ssmax_s"] = _round([layer["ssmax_s"] for layer in model.params["layers"]])
+    rules = {}
+    if config.scale_rule == "standard":
+        rules, record["calculator"] = _rule_factors(model, calibration)
+        record["spike_rows"] = _spike_rows(calibration, model)
+        for name in rules:
+            record["eval"][name] = {}
+    for length in EVAL_LENGTHS:
+        windows = _test_windows(length)
+        keep = length in (TRAIN_LENGTH, max(EVAL_LENGTHS))
+        record["eval"]["trained"][str(length)] = _summary(lm.evaluate(model, windows), length, keep)
+        for name, factor_of in rules.items():
+            if length > TRAIN_LENGTH:
+                evaluation = lm.evaluate(model, windows, factor=factor_of(length))
+                record["eval"][name][str(length)] = _summary(evaluation, length, keep)
+    record["seconds"] = time.perf_counter() - begin
+    return record
+
+
+def run_normalizer(job):
+    from attnscale import lm
+
+    quick = _STATE["quick"]
+    text = _STATE["corpus"].train
+    base = base_config(quick)
+    relu2 = job["normalizer"] == "relu2"
+    config = replace(
+        base,
+        positions="rope",
+        normalizer=job["normalizer"],
+        relu2_length=PRETRAIN_LENGTH if relu2 else None,
+        train_length=PRETRAIN_LENGTH,
+        batch=PRETRAIN_BATCH,
+        steps=pretrain_steps(quick),
+    )
+    begin = time.perf_counter()
+    model = lm.train(config, text, job["seed"], progress=_progress)
+    arms = {"fixed": config, "sample": replace(config, relu2_length=None)} if relu2 else {"softmax": config}
+    record = {**job, "log": model.log(), "zero_shot": {}, "finetuned": {}, "finetune_logs": {}}
+    for arm, arm_config in arms.items():
+        record["zero_shot"][arm] = {
+            str(length): _summary(lm.evaluate(model, _test_windows(length), config=arm_config), length)
+            for length in NORMALIZER_LENGTHS
+        }
+        tune = replace(
+            arm_config,
+            train_length=FINETUNE_LENGTH,
+            batch=base.batch,
+            steps=FINETUNE_STEPS // (10 if quick else 1),
+            learning_rate=FINETUNE_RATE,
+            warmup=10 if not quick else 1,
+        )
+        tuned = lm.train(tune, text, job["seed"] + 1000, progress=_progress, init=model.params)
+        record["finetune_logs"][arm] = tuned.log()
+        record["finetuned"][arm] = _summary(
+            lm.evaluate(tuned, _test_windows(FINETUNE_LENGTH)), FINETUNE_LENGTH
+        )
+    record["seconds"] = time.perf_counter() - begin
+    return record
+
+
+def run_job(job):
+    return (run_length if job["experiment"] == "length" else run_normalizer)(job)
+
+
+# -- provenance and the main loop ---------------------------------------------------
+
+
+def provenance(argv, workers):
+    def git(*args):
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    import jax
+
+    from attnscale.corpus import SYMPY_CORPUS
+
+    packages = {name: metadata.version(name) for name in ("jax", "jaxlib", "numpy", "scipy", "sympy")}
+    return {
+        "command": " ".join(["python", *argv]),
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_dirty": bool(git("status", "--porcelain", "--", "src", "experiments")),
+        "python": platform.python_version(),
+        "packages": packages,
+        "attnscale": metadata.version("attnscale"),
+        "corpus": {"source": f"sympy {SYMPY_CORPUS['sympy']} .py files", "sha256": SYMPY_CORPUS["sha256"]},
+        "device": [str(d) for d in jax.devices()],
+        "cpu_count": os.cpu_count(),
+        "machine": platform.machine(),
+        "xla_flags": os.environ.get("XLA_FLAGS"),
+        "workers": workers,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _bar(done, total, begin):
+    elapsed = time.monotonic() - begin
+    rate = done / elapsed if elapsed > 0 else 0.0
+    eta = (total - done) / rate if rate > 0 else float("nan")
+    filled = int(30 * done / total)
+    bar = "#" * filled + "." * (30 - filled)
+    return f"\r[{bar}] {done}/{total} steps, {elapsed / 60:5.1f} min, eta {eta / 60:5.1f} min"
+
+
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--only", choices=["length", "length:rope", "length:nope", "normalizer"])
+    parser.add_argument(
+        "--workers", type=int, default=None, help="processes (default: 1 per CPU core, at most 2)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny models and runs: a smoke test of the pipeline"
+    )
+    args = parser.parse_args(argv[1:])
+
+    import jax
+
+    on_cpu = jax.default_backend() == "cpu"
+    workers = args.workers or (min(2, os.cpu_count() or 1) if on_cpu else 1)
+    jobs = jobs_for(args.seeds, args.only, args.quick)
+    total = sum(job_steps(job, args.quick) for job in jobs)
+    info = provenance(argv, workers)
+    counter = mp.get_context("spawn").Value("l", 0)
+    begin = time.monotonic()
+    records = []
+    with mp.get_context("spawn").Pool(
+        workers, initializer=_init_worker, initargs=(counter, args.quick)
+    ) as pool:
+        pending = pool.imap_unordered(run_job, jobs)
+        while len(records) < len(jobs):
+            try:
+                records.append(pending.next(timeout=2.0))
+            except mp.TimeoutError:
+                pass
+            print(_bar(min(counter.value, total), total, begin), end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    info["wall_seconds"] = round(time.monotonic() - begin, 1)
+    records.sort(
+        key=lambda r: (r["experiment"], r.get("positions", ""), r.get("rule", r.get("normalizer")), r["seed"])
+    )
+    settings = {
+        "base_config": asdict(base_config(args.quick)),
+        "seeds": args.seeds,
+        "train_length": TRAIN_LENGTH,
+        "eval_lengths": list(EVAL_LENGTHS),
+        "eval_tokens": EVAL_TOKENS,
+        "eval_split": "test",
+        "bands": [list(b) for b in BANDS],
+        "calibration": {"split": "validation", "windows": CALIBRATION_WINDOWS, "length": TRAIN_LENGTH},
+        "rules_apply_beyond": TRAIN_LENGTH,
+        "calculator_grid_points": RULE_GRID,
+        "normalizer": {
+            "pretrain_length": PRETRAIN_LENGTH,
+            "pretrain_batch": PRETRAIN_BATCH,
+            "pretrain_steps": pretrain_steps(args.quick),
+            "eval_lengths": list(NORMALIZER_LENGTHS),
+            "finetune_length": FINETUNE_LENGTH,
+            "finetune_steps": FINETUNE_STEPS,
+            "finetune_rate": FINETUNE_RATE,
+        },
+        "quick": args.quick,
+    }
+    out = {"provenance": info, "settings": settings, "runs": records}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.out.with_suffix(".partial")
+    partial.write_text(json.dumps(out, separators=(",", ":")))
+    partial.rename(args.out)
+    print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) in {info['wall_seconds'] / 60:.1f} min")
+
+
+if __name__ == "__main__":
+    main()

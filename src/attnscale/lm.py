@@ -1,0 +1,519 @@
+r"""A small decoder-only language model whose attention scale is one visible rule.
+
+Chapter *A language model*.  Byte-level next-token prediction on the
+corpus of :mod:`attnscale.corpus`, in JAX (autodiff; the same code runs on
+a GPU when JAX finds one).  The model, for ``n_layers`` blocks:
+
+.. math::
+
+   x \leftarrow x + \operatorname{Attn}(\operatorname{RMSNorm}(x)), \qquad
+   x \leftarrow x + W_2\,\operatorname{gelu}(W_1 \operatorname{RMSNorm}(x)),
+
+then RMSNorm and a read-out to 256 logits.  Attention is causal and
+multi-head; a query at position :math:`i` sees :math:`n = i + 1` keys and
+its logits are
+
+.. math:: z_{ij} = \lambda_h(n)\; q_i \cdot k_j, \qquad j \le i,
+
+with the **scale rule** :math:`\lambda_h(n)` of :func:`logit_scale`
+(the standard :math:`1/\sqrt{d_h}`, Su's :math:`\log_{512} n/\sqrt{d_h}`,
+or Scalable-Softmax's learned :math:`s_h \log n/\sqrt{d_h}`) times an
+optional factor chosen at evaluation (the length rules applied to a
+trained model), and the **normalizer** of :func:`attention_weights`
+(softmax, or GAU's :math:`\operatorname{relu}(z)^2/N` with :math:`N` the
+sample length or a fixed one).  Positions: rotary (RoPE, Su et al., 2021)
+or none (NoPE).
+
+Initialization follows the book's Part I: every projection has entries of
+variance :math:`1/\text{fan-in}`, so that at initialization :math:`q` and
+:math:`k` have unit-variance entries and :math:`q\cdot k/\sqrt{d_h}` has
+unit variance (the assumption of Part II); the projections back into the
+residual stream are scaled down by :math:`1/\sqrt{2\,n_\text{layers}}`.
+Training: AdamW, linear warm-up then cosine decay.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from .corpus import batch_windows, window_starts
+from .montecarlo import _count
+
+try:  # JAX is a dependency of this module only (requirements.txt pins it)
+    import jax
+    import jax.numpy as jnp
+except ImportError as error:  # pragma: no cover - the pinned install has it
+    raise ImportError("attnscale.lm needs JAX: pip install -r requirements.txt") from error
+
+__all__ = [
+    "NORMALIZERS",
+    "POSITIONS",
+    "SCALE_RULES",
+    "LMConfig",
+    "TrainedModel",
+    "attention_weights",
+    "evaluate",
+    "forward",
+    "init_params",
+    "logit_scale",
+    "loss_fn",
+    "train",
+    "with_config",
+]
+
+SCALE_RULES = ("standard", "logn512", "ssmax")
+NORMALIZERS = ("softmax", "relu2")
+POSITIONS = ("rope", "nope")
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """Everything that defines a model and its training.
+
+    Attributes
+    ----------
+    d_model, n_heads, n_layers, d_mlp : int
+        Width, heads (``d_model`` must divide by it), blocks, MLP width.
+    positions : {"rope", "nope"}
+        Rotary position embedding, or none.
+    scale_rule : {"standard", "logn512", "ssmax"}
+        The scale rule in training and evaluation (:func:`logit_scale`).
+    normalizer : {"softmax", "relu2"}
+        :func:`attention_weights`.
+    relu2_length : int or None
+        For ``relu2``: the fixed :math:`N` of :math:`\\operatorname{relu}^2/N`;
+        ``None`` divides by the sample length.
+    train_length : int
+        Tokens per training window :math:`L`.
+    batch, steps : int
+        Windows per step and optimizer steps.
+    learning_rate, warmup, weight_decay : float, int, float
+        AdamW's peak rate, warm-up steps, and decoupled weight decay (on
+        the matrices only).
+    vocab : int
+        256 (bytes).
+    rope_base : float
+        RoPE's base :math:`\\theta`.
+    """
+
+    d_model: int = 128
+    n_heads: int = 4
+    n_layers: int = 2
+    d_mlp: int = 512
+    positions: str = "rope"
+    scale_rule: str = "standard"
+    normalizer: str = "softmax"
+    relu2_length: int | None = None
+    train_length: int = 64
+    batch: int = 32
+    steps: int = 1000
+    learning_rate: float = 3e-3
+    warmup: int = 50
+    weight_decay: float = 0.1
+    vocab: int = 256
+    rope_base: float = 10000.0
+
+    def __post_init__(self):
+        for name in ("d_model", "n_heads", "n_layers", "d_mlp", "train_length", "batch", "steps", "vocab"):
+            _count(getattr(self, name), name)
+        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+            raise ValueError(
+                f"d_model ({self.d_model}) must split into n_heads ({self.n_heads}) heads of even size"
+            )
+        for name, allowed in (
+            ("positions", POSITIONS),
+            ("scale_rule", SCALE_RULES),
+            ("normalizer", NORMALIZERS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.relu2_length is not None:
+            _count(self.relu2_length, "relu2_length")
+        if self.normalizer == "relu2" and self.scale_rule != "standard":
+            raise ValueError("relu2 attention is scale-free after normalization: use scale_rule='standard'")
+        if not (self.learning_rate > 0 and self.weight_decay >= 0 and self.rope_base > 1):
+            raise ValueError("learning_rate must be > 0, weight_decay >= 0 and rope_base > 1")
+        _count(self.warmup, "warmup", 0)
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+# -- parameters -------------------------------------------------------------------
+
+
+def init_params(config: LMConfig, seed: int):
+    """Initial parameters (a dict of arrays) from ``jax.random.key(seed)``.
+
+    Models that differ only in their scale rule or normalizer get the same
+    initial weights from the same seed (Scalable-Softmax adds its
+    :math:`s_h = 1/\\log L`, so that its factor is the standard one at the
+    training length).
+    """
+    keys = iter(jax.random.split(jax.random.key(seed), 2 + 6 * config.n_layers))
+    d, f = config.d_model, config.d_mlp
+
+    def dense(fan_in, fan_out, gain=1.0):
+        return gain * jax.random.normal(next(keys), (fan_in, fan_out)) / math.sqrt(fan_in)
+
+    residual_gain = 1.0 / math.sqrt(2 * config.n_layers)
+    layers = []
+    for _ in range(config.n_layers):
+        layer = {
+            "attn_norm": jnp.ones(d),
+            "wq": dense(d, d),
+            "wk": dense(d, d),
+            "wv": dense(d, d),
+            "wo": dense(d, d, residual_gain),
+            "mlp_norm": jnp.ones(d),
+            "w_in": dense(d, f),
+            "w_out": dense(f, d, residual_gain),
+        }
+        if config.scale_rule == "ssmax":
+            layer["ssmax_s"] = jnp.full(config.n_heads, 1.0 / math.log(config.train_length))
+        layers.append(layer)
+    return {
+        "embed": jax.random.normal(next(keys), (config.vocab, d)),
+        "layers": layers,
+        "final_norm": jnp.ones(d),
+        "unembed": dense(d, config.vocab),
+    }
+
+
+# -- the two swappable pieces -----------------------------------------------------
+
+
+def logit_scale(config: LMConfig, layer, n_keys):
+    r"""The scale rule :math:`\lambda_h(n)`: the factor on :math:`q\cdot k` of a query that sees n keys.
+
+    ============  ==========================================  ==========================
+    rule          :math:`\lambda_h(n)`                        source
+    ============  ==========================================  ==========================
+    standard      :math:`1/\sqrt{d_h}`                        Vaswani et al. (2017)
+    logn512       :math:`\log_{512} n/\sqrt{d_h}`             Su (2021), "entropy invariance"
+    ssmax         :math:`s_h \log n/\sqrt{d_h}`, learned      Nakanishi (2025)
+    ============  ==========================================  ==========================
+
+    Returns an array of shape ``(n_heads, len(n_keys))``.
+    """
+    n = jnp.asarray(n_keys, dtype=jnp.float32)
+    base = 1.0 / math.sqrt(config.head_dim)
+    if config.scale_rule == "standard":
+        per_row = jnp.ones_like(n)
+        return base * jnp.broadcast_to(per_row, (config.n_heads, n.shape[-1]))
+    if config.scale_rule == "logn512":
+        return base * jnp.broadcast_to(jnp.log(n) / math.log(512.0), (config.n_heads, n.shape[-1]))
+    return base * layer["ssmax_s"][:, None] * jnp.log(n)[None, :]
+
+
+def attention_weights(config: LMConfig, logits, sample_length):
+    r"""The normalizer: causal softmax, or GAU's :math:`\operatorname{relu}(z)^2/N`.
+
+    ``logits`` has shape ``(heads, T, T)``; keys after the query are masked.
+    For ``relu2``, :math:`N` is ``config.relu2_length`` when set (fixed at
+    the pretraining length) and ``sample_length`` otherwise.
+    """
+    t = logits.shape[-1]
+    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
+    if config.normalizer == "softmax":
+        return jax.nn.softmax(jnp.where(causal, logits, -jnp.inf), axis=-1)
+    divisor = config.relu2_length if config.relu2_length is not None else sample_length
+    return jnp.where(causal, jax.nn.relu(logits) ** 2, 0.0) / divisor
+
+
+# -- the model ----------------------------------------------------------------------
+
+
+def _rms_norm(x, weight, eps=1e-6):
+    return weight * x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + eps)
+
+
+def _rope(x, base):
+    """Rotate pairs of features (first half with second half) by position-dependent angles."""
+    t, _, dh = x.shape
+    half = dh // 2
+    frequencies = base ** (-jnp.arange(half) / half)
+    angles = jnp.arange(t)[:, None] * frequencies[None, :]  # (T, dh/2)
+    cos, sin = jnp.cos(angles)[:, None, :], jnp.sin(angles)[:, None, :]
+    x1, x2 = x[..., :half], x[..., half:]
+    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+
+def _attention(config, layer, x, factor):
+    """One multi-head causal attention: output (T, d) and per-head statistics."""
+    t = x.shape[0]
+    heads, dh = config.n_heads, config.head_dim
+    q = (x @ layer["wq"]).reshape(t, heads, dh)
+    k = (x @ layer["wk"]).reshape(t, heads, dh)
+    v = (x @ layer["wv"]).reshape(t, heads, dh)
+    if config.positions == "rope":
+        q, k = _rope(q, config.rope_base), _rope(k, config.rope_base)
+    dots = jnp.einsum("ihd,jhd->hij", q, k)  # (heads, T, T)
+    scale = logit_scale(config, layer, jnp.arange(1, t + 1)) * factor  # (heads, T)
+    logits = dots * scale[:, :, None]
+    weights = attention_weights(config, logits, t)
+    out = jnp.einsum("hij,jhd->ihd", weights, v).reshape(t, config.d_model)
+    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
+    safe = jnp.where(causal & (weights > 0), weights, 1.0)
+    stats = {
+        # Shannon entropy of each row (nats); for relu2 the weights are not a distribution
+        "entropy": -jnp.sum(jnp.where(causal, weights * jnp.log(safe), 0.0), axis=-1),
+        # spread of the standardized score q.k/sqrt(dh) over the keys a query sees
+        "score_std": _masked_std(dots / math.sqrt(dh), causal),
+        # the largest weight of the row
+        "max_weight": jnp.max(weights, axis=-1),
+        # the logits of the last query (it sees every key of the window)
+        "last_logits": logits[:, -1, :],
+    }
+    return out @ layer["wo"], stats
+
+
+def _masked_std(values, mask):
+    count = jnp.sum(mask, axis=-1)
+    mean = jnp.sum(jnp.where(mask, values, 0.0), axis=-1) / count
+    square = jnp.sum(jnp.where(mask, (values - mean[..., None]) ** 2, 0.0), axis=-1)
+    return jnp.sqrt(square / count)
+
+
+def forward(config: LMConfig, params, tokens, factor=None):
+    """Next-byte logits for one window, and the attention statistics of every head.
+
+    Parameters
+    ----------
+    config : LMConfig
+    params : dict
+        From :func:`init_params` or training.
+    tokens : array of int, shape (T,)
+    factor : array, optional
+        Shape ``(n_layers, n_heads, T)``: an extra factor on every head's
+        logits at every position (1 by default), e.g. a length rule applied
+        to a trained model at evaluation.
+
+    Returns
+    -------
+    logits : array, shape (T, vocab)
+    stats : dict
+        ``entropy``, ``score_std``, ``max_weight``: arrays ``(n_layers, n_heads, T)``
+        (one value per query); ``last_logits``: the last query's logits over
+        the keys, ``(n_layers, n_heads, T)``.
+    """
+    t = tokens.shape[0]
+    if factor is None:
+        factor = jnp.ones((config.n_layers, config.n_heads, t))
+    x = params["embed"][tokens]
+    collected = []
+    for index, layer in enumerate(params["layers"]):
+        update, stats = _attention(config, layer, _rms_norm(x, layer["attn_norm"]), factor[index])
+        x = x + update
+        hidden = jax.nn.gelu(_rms_norm(x, layer["mlp_norm"]) @ layer["w_in"])
+        x = x + hidden @ layer["w_out"]
+        collected.append(stats)
+    logits = _rms_norm(x, params["final_norm"]) @ params["unembed"]
+    return logits, {key: jnp.stack([s[key] for s in collected]) for key in collected[0]}
+
+
+def _token_losses(config, params, windows, factor=None):
+    """Cross-entropy (nats) at every position of every window: shape (B, T)."""
+    inputs, targets = windows[:, :-1], windows[:, 1:]
+    logits, stats = jax.vmap(lambda w: forward(config, params, w, factor))(inputs)
+    log_probs = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0], stats
+
+
+def loss_fn(config: LMConfig, params, windows):
+    """Mean next-byte cross-entropy (nats per byte) over a batch of windows ``(B, T + 1)``."""
+    return jnp.mean(_token_losses(config, params, windows)[0])
+
+
+# -- training -----------------------------------------------------------------------
+
+
+def _learning_rate(config, step):
+    """Linear warm-up to the peak, then cosine decay to a tenth of it."""
+    warm = (step + 1) / max(config.warmup, 1)
+    progress = jnp.clip((step - config.warmup) / max(config.steps - config.warmup, 1), 0.0, 1.0)
+    cosine = 0.1 + 0.45 * (1.0 + jnp.cos(jnp.pi * progress))
+    return config.learning_rate * jnp.where(step < config.warmup, warm, cosine)
+
+
+def _adamw(config, params, grads, moments, step, beta1=0.9, beta2=0.95, eps=1e-8):
+    """One AdamW step; weight decay on the matrices (arrays with two axes) only."""
+    first, second = moments
+    first = jax.tree.map(lambda m, g: beta1 * m + (1 - beta1) * g, first, grads)
+    second = jax.tree.map(lambda v, g: beta2 * v + (1 - beta2) * g * g, second, grads)
+    rate = _learning_rate(config, step)
+    correction1, correction2 = 1 - beta1 ** (step + 1), 1 - beta2 ** (step + 1)
+
+    def update(p, m, v):
+        decay = config.weight_decay * p if p.ndim == 2 else 0.0
+        return p - rate * ((m / correction1) / (jnp.sqrt(v / correction2) + eps) + decay)
+
+    return jax.tree.map(update, params, first, second), (first, second)
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    """A trained model and its training log.
+
+    Attributes
+    ----------
+    config : LMConfig
+    params : dict
+        Final parameters (NumPy arrays).
+    seed : int
+        Seeds the initialization and the batch order.
+    losses : numpy.ndarray
+        Training loss (nats per byte) at every step, ``(steps,)``.
+    seconds : float
+        Wall time of the training loop (compilation included).
+    """
+
+    config: LMConfig
+    params: dict
+    seed: int
+    losses: np.ndarray
+    seconds: float
+
+    def log(self) -> dict:
+        """A JSON-ready record: the configuration, seed, losses and time."""
+        return {
+            "config": asdict(self.config),
+            "seed": self.seed,
+            "losses": [float(x) for x in self.losses],
+            "seconds": self.seconds,
+        }
+
+
+def train(
+    config: LMConfig, text, seed: int, steps: int | None = None, progress=None, init=None
+) -> TrainedModel:
+    """Train a model on random windows of ``text`` (the training split's bytes).
+
+    The batches come from :func:`attnscale.corpus.window_starts` with the
+    same ``seed`` as the initialization, so two models that differ only in
+    their rule see the same initial weights and the same batches in the
+    same order (paired arms).
+
+    Parameters
+    ----------
+    config : LMConfig
+    text : numpy.ndarray
+        ``uint8`` bytes.
+    seed : int
+        Non-negative.
+    steps : int, optional
+        Stop after this many steps (the learning-rate schedule still
+        follows ``config.steps``): for reproducing the start of a run.
+    progress : callable, optional
+        Called as ``progress(step, loss)`` after every step.
+    init : dict, optional
+        Start from these parameters (fine-tuning a trained model) instead of
+        :func:`init_params`; the optimizer's moments start at zero.
+    """
+    if not isinstance(config, LMConfig):
+        raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+    total = config.steps if steps is None else _count(steps, "steps")
+    if total > config.steps:
+        raise ValueError(f"steps must be at most config.steps = {config.steps}, got {total}")
+    starts = window_starts(len(text), config.train_length, (config.steps, config.batch), seed)
+    params = init_params(config, seed) if init is None else jax.tree.map(jnp.asarray, init)
+    moments = (jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params))
+
+    @jax.jit
+    def step_fn(params, moments, windows, step):
+        loss, grads = jax.value_and_grad(lambda p: loss_fn(config, p, windows))(params)
+        params, moments = _adamw(config, params, grads, moments, step)
+        return params, moments, loss
+
+    losses = np.empty(total)
+    begin = time.perf_counter()
+    for step in range(total):
+        windows = jnp.asarray(batch_windows(text, starts[step], config.train_length))
+        params, moments, loss = step_fn(params, moments, windows, step)
+        losses[step] = float(loss)
+        if progress is not None:
+            progress(step, losses[step])
+    seconds = time.perf_counter() - begin
+    return TrainedModel(config, jax.tree.map(np.asarray, params), seed, losses, seconds)
+
+
+# -- evaluation ---------------------------------------------------------------------
+
+
+def evaluate(model: TrainedModel, windows, factor=None, batch: int = 8, config: LMConfig | None = None):
+    """Loss at every position and attention statistics, averaged over windows.
+
+    Parameters
+    ----------
+    model : TrainedModel
+    windows : numpy.ndarray
+        ``(N, T + 1)`` integer windows (:func:`attnscale.corpus.batch_windows`).
+    factor : array_like, optional
+        ``(n_layers, n_heads, T)``: a factor on the logits (a length rule
+        applied at evaluation); 1 by default.
+    batch : int, optional
+        Windows per compiled call (memory: about ``batch * heads * T^2`` floats).
+    config : LMConfig, optional
+        Evaluate the trained weights under another configuration (e.g. the
+        relu² normalizer with its divisor set to the sample length).
+
+    Returns
+    -------
+    dict
+        ``loss``: ``(T,)`` mean loss (nats) by position; ``loss_by_window``:
+        ``(N,)`` mean over positions of each window; ``entropy``,
+        ``score_std``, ``max_weight``: ``(n_layers, n_heads, T)`` means
+        over windows; ``last_logits``: ``(N, n_layers, n_heads, T)``, every
+        window's last row of logits.
+    """
+    config = model.config if config is None else config
+    windows = np.asarray(windows)
+    if windows.ndim != 2 or windows.shape[1] < 2 or windows.dtype.kind not in "iu":
+        raise ValueError(f"windows must be integers of shape (N, T + 1), got {windows.shape}")
+    length = windows.shape[1] - 1
+    if factor is None:
+        factor = np.ones((config.n_layers, config.n_heads, length), dtype=np.float32)
+    factor = np.asarray(factor, dtype=np.float32)
+    if factor.shape != (config.n_layers, config.n_heads, length):
+        raise ValueError(
+            f"factor must have shape {(config.n_layers, config.n_heads, length)}, got {factor.shape}"
+        )
+    if not np.all(np.isfinite(factor) & (factor > 0)):
+        raise ValueError("factor must be finite and > 0")
+    batch = _count(batch, "batch")
+    run = _evaluator(config)
+    params = jax.tree.map(jnp.asarray, model.params)
+    sums, per_window, last = None, [], []
+    for start in range(0, len(windows), batch):
+        chunk = jnp.asarray(windows[start : start + batch])
+        losses, stats = run(params, chunk, jnp.asarray(factor))
+        per_window.append(np.asarray(losses).mean(axis=1))
+        last.append(np.asarray(stats.pop("last_logits")))
+        part = {"loss": np.asarray(losses).sum(axis=0)} | {
+            key: np.asarray(value).sum(axis=0) for key, value in stats.items()
+        }
+        sums = part if sums is None else {key: sums[key] + part[key] for key in sums}
+    out = {key: value / len(windows) for key, value in sums.items()}
+    out["loss_by_window"] = np.concatenate(per_window)
+    out["last_logits"] = np.concatenate(last)
+    return out
+
+
+_EVALUATORS: dict = {}
+
+
+def _evaluator(config):
+    """One compiled evaluation function per configuration (shapes recompile as JAX does)."""
+    if config not in _EVALUATORS:
+        _EVALUATORS[config] = jax.jit(lambda params, w, f: _token_losses(config, params, w, f))
+    return _EVALUATORS[config]
+
+
+def with_config(model: TrainedModel, **changes) -> LMConfig:
+    """The model's configuration with ``changes`` (e.g. ``relu2_length=None``)."""
+    return replace(model.config, **changes)
