@@ -42,6 +42,7 @@ from .initialization import (
     uniform_bound,
     xavier_std,
 )
+from .intervals import paired_difference, seed_interval
 from .montecarlo import (
     TypicalRowScales,
     sample_cosine_scores,
@@ -132,6 +133,7 @@ __all__ = [
     "init_projections",
     "layer_second_moments",
     "logn_beyond_training_scale",
+    "paired_difference",
     "qknorm_initial_scale",
     "recommend_scale",
     "renyi2_entropy",
@@ -142,6 +144,7 @@ __all__ = [
     "sample_gaussian_scores",
     "sampled_objective",
     "scalable_softmax_scale",
+    "seed_interval",
     "selu_constants",
     "softmax",
     "softmax_entropy",
