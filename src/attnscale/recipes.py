@@ -543,7 +543,7 @@ class Recommendation:
     notes: tuple[str, ...]
 
     def table(self) -> str:
-        """The recommendation as a plain-text table (lines of at most 88 columns before the notes)."""
+        """The recommendation as a plain-text table, in lines of at most 88 columns."""
         unit = "q.k" if self.scores == "dot" else "cos(q, k)"
         title = (
             f"scale for softmax(scale * {unit}), d = {self.d:g}, n = {self.n:g}"
@@ -551,9 +551,10 @@ class Recommendation:
             + (f", L = {self.train_length:g}" if self.train_length else "")
         )
         width = max((len(e.criterion) for e in self.entries), default=len("criterion"))
-        lines = [title, f"  {'criterion':<{width}}  {'scale':>9}  {'x std':>7}  source"]
+        lines = textwrap.wrap(title, 88, subsequent_indent="  ")
+        lines.append(f"  {'criterion':<{width}}  {'scale':>9}  {'x std':>7}  source")
         for e in self.entries:
-            unit = f"{e.unit_scale:7.3f}" if e.unit_scale < 1e3 else f"{e.unit_scale:7.3g}"
+            unit = f"{e.unit_scale:7.3f}" if e.unit_scale < 1e3 else f"{e.unit_scale:7.1e}"
             lines.append(f"  {e.criterion:<{width}}  {e.scale:9.4g}  {unit}  {e.source}")
         for note in self.notes:
             lines += textwrap.wrap(note, 88, initial_indent="  note: ", subsequent_indent="        ")
