@@ -141,8 +141,9 @@ def test_adaptive_temperature_matches_the_published_listing():
 
 def test_critical_scale_is_where_a_token_keeps_half_its_weight():
     # Chen, Lin, Polyanskiy, Rigollet (2025): beta_n = gamma log n, gamma_c = 1/(1 - rho).
-    # Independent route: a token with self inner product 1 and n - 1 others at rho keeps the weight
-    # 1 / (1 + (n - 1) exp(-beta (1 - rho))), which tends to 1/2 exactly at gamma_c.
+    # Not an independent route but an identity of that formula (so it tests typos only): a token
+    # with self inner product 1 and n - 1 others at rho keeps the weight
+    # 1 / (1 + (n - 1) exp(-beta (1 - rho))) = 1 / (1 + (n - 1) / n) at gamma_c, which tends to 1/2.
     for rho in (0.0, 0.3, 0.9):
         n = 1e12
         beta = float(at.critical_scale(n, rho))
