@@ -18,7 +18,10 @@ the release it was checked against.
 ``recommend_scale`` (also ``python -m attnscale scale``) applies them
 all to one setting, starting from the head's scale at the training length:
 measured (its mean attention entropy, or its scale) or, without a
-measurement, the stated default :math:`\alpha_L = 1`.
+measurement, the stated default :math:`\alpha_L = 1`.  Its rows are the
+table ``RULES``: one entry per rule, each a small function of the setting
+that returns a scale or a note, run on its own so that no rule can stop
+the others.
 """
 
 from __future__ import annotations
@@ -629,19 +632,22 @@ def _note(text) -> _Outcome:
 class _Rule:
     """One row of the calculator: a name, a source, when it applies, and the rule itself.
 
-    ``criterion`` is a string or a function of the setting; ``applies`` says
+    ``criterion`` and ``source`` are strings or functions of the setting; ``applies`` says
     whether the rule belongs to the setting at all (a rule that belongs but
     cannot give a number returns a note instead); ``compute`` maps the
     setting to an :class:`_Outcome`.
     """
 
     criterion: str | Callable[[_Setting], str]
-    source: str
+    source: str | Callable[[_Setting], str]
     compute: Callable[[_Setting], _Outcome]
     applies: Callable[[_Setting], bool] = lambda s: True
 
     def name(self, setting: _Setting) -> str:
         return self.criterion if isinstance(self.criterion, str) else self.criterion(setting)
+
+    def source_of(self, setting: _Setting) -> str:
+        return self.source if isinstance(self.source, str) else self.source(setting)
 
 
 def _with_length(s: _Setting) -> bool:
@@ -786,7 +792,7 @@ def _exact_match(s):
 #: The calculator's rows, in the order they print.  A new rule is one entry.
 RULES: tuple[_Rule, ...] = (
     _Rule("standard 1/sqrt(d)", "Vaswani et al. 2017", _standard),
-    _Rule(_gradient_name, "Su 2023 (9812)", _gradient),
+    _Rule(_gradient_name, _gradient_source, _gradient),
     _Rule(
         "entropy-invariant log_512(n)",
         "Su 2021 (8823), base 512",
@@ -815,14 +821,10 @@ RULES: tuple[_Rule, ...] = (
 )
 
 
-def _source(rule, setting):
-    return _gradient_source(setting) if rule.compute is _gradient else rule.source
-
-
 def _run(rule: _Rule, setting: _Setting):
     """One rule's entry (or None) and notes; whatever goes wrong inside it stays a note."""
     try:
-        name = rule.name(setting)
+        name, source = rule.name(setting), rule.source_of(setting)
     except Exception as error:  # a rule never sinks the table
         return None, (f"a rule could not be named here ({type(error).__name__}: {error})",)
     try:
@@ -835,7 +837,7 @@ def _run(rule: _Rule, setting: _Setting):
         return None, (f"{name}: not computed here ({type(error).__name__}: {error})",)
     if not (np.isfinite(unit) and unit > 0 and np.isfinite(raw) and raw > 0):  # never a degenerate scale
         return None, (*outcome.notes, f"{name}: gives no usable scale here ({unit!r}); left out")
-    return ScaleEntry(name, raw, unit, _source(rule, setting)), outcome.notes
+    return ScaleEntry(name, raw, unit, source), outcome.notes
 
 
 def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_entropy=None, head_scale=None):
