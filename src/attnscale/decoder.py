@@ -184,7 +184,7 @@ def best_causal_scale(max_length, d=None):
 
     The first ``EXACT_POSITIONS`` (1024) positions are summed term by term;
     the rest of the sum is an integral over :math:`\log n` on Gauss-Legendre
-    nodes (24 per factor :math:`e` of :math:`L`; :class:`_Shares` gives the
+    nodes (24 per factor :math:`e` of :math:`L`; ``_Shares`` gives the
     derivation), so time and memory hardly grow with :math:`L`.  Against
     term-by-term enumeration the average share agrees to about 1e-14
     relative at any fixed scale (``tests/test_decoder_quadrature.py``).  The

@@ -635,7 +635,7 @@ class _Rule:
     ``criterion`` and ``source`` are strings or functions of the setting; ``applies`` says
     whether the rule belongs to the setting at all (a rule that belongs but
     cannot give a number returns a note instead); ``compute`` maps the
-    setting to an :class:`_Outcome`.
+    setting to an ``_Outcome``.
     """
 
     criterion: str | Callable[[_Setting], str]
