@@ -122,21 +122,18 @@ class _Shares:
         log_ratio, _ = _log_ratio_and_slope(np.asarray(alpha, dtype=float), self.d / 2.0 - 1.0)
         return float(log_ratio)
 
-    def _first_position(self, alpha):
-        """The first tail position m whose share is positive, or None if no tail position has one."""
-        log_zero = self._zero(alpha)
-        first = EXACT_POSITIONS + 1.0
-        if log_zero > np.log(first):
-            if log_zero > np.log(self.length):
-                return None
-            first = max(first, float(np.ceil(np.exp(log_zero))))
-        return first if first <= self.length else None
-
     def total(self, alpha):
         """The clipped sum over n = 2 .. L of the share kept at the fixed scale alpha."""
-        first = self._first_position(alpha) if self.has_tail else None
-        if first is None:
-            rho = self._objective(alpha, self.positions) / self.top_exact
+        log_zero = self._zero(alpha)
+        # positions below the zero keep a negative share, clipped to 0: skip them (with a
+        # margin of rounding, so that the clip still decides at the boundary)
+        skip = int(np.searchsorted(self.positions, np.exp(min(log_zero, 710.0)) * (1.0 - 1e-9)))
+        positions, top_exact = self.positions[skip:], self.top_exact[skip:]
+        first = EXACT_POSITIONS + 1.0
+        if log_zero > np.log(first):
+            first = float(np.ceil(np.exp(log_zero))) if log_zero <= np.log(self.length) else np.inf
+        if not self.has_tail or first > self.length:
+            rho = self._objective(alpha, positions) / top_exact if positions.size else np.zeros(0)
             return float(np.sum(np.maximum(rho, 0.0)))
         start_x = (first - 0.5) * self.step
         if first == EXACT_POSITIONS + 1.0:
@@ -153,9 +150,9 @@ class _Shares:
             w = np.concatenate([w_k, self.w[keep]])
             top = np.concatenate([fresh[:-2], self.top_tail[keep]])
             top_start = fresh[-2:]
-        x = np.concatenate([self.positions, np.exp(u), start_x, self.end])
-        rho = self._objective(alpha, x) / np.concatenate([self.top_exact, top, top_start, self.top_end])
-        p, q = self.positions.size, self.positions.size + u.size
+        x = np.concatenate([positions, np.exp(u), start_x, self.end])
+        rho = self._objective(alpha, x) / np.concatenate([top_exact, top, top_start, self.top_end])
+        p, q = positions.size, positions.size + u.size
         exact = float(np.sum(np.maximum(rho[:p], 0.0)))
         tail = float(np.sum(w * rho[p:q]))
         # the first Euler-Maclaurin correction, -(rho'(L + 1/2) - rho'(m - 1/2)) / 24
