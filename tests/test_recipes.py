@@ -141,8 +141,9 @@ def test_adaptive_temperature_matches_the_published_listing():
 
 def test_critical_scale_is_where_a_token_keeps_half_its_weight():
     # Chen, Lin, Polyanskiy, Rigollet (2025): beta_n = gamma log n, gamma_c = 1/(1 - rho).
-    # Independent route: a token with self inner product 1 and n - 1 others at rho keeps the weight
-    # 1 / (1 + (n - 1) exp(-beta (1 - rho))), which tends to 1/2 exactly at gamma_c.
+    # Not an independent route but an identity of that formula (so it tests typos only): a token
+    # with self inner product 1 and n - 1 others at rho keeps the weight
+    # 1 / (1 + (n - 1) exp(-beta (1 - rho))) = 1 / (1 + (n - 1) / n) at gamma_c, which tends to 1/2.
     for rho in (0.0, 0.3, 0.9):
         n = 1e12
         beta = float(at.critical_scale(n, rho))
@@ -338,3 +339,116 @@ def test_cli_errors_are_one_line(args):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "error" in lines[0] and "Traceback" not in done.stderr
+
+
+# --- the calculator as a table of rules (issue 21, section 3) -----------------------------------
+
+
+def _entries(rec):
+    return {e.criterion: e for e in rec.entries}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(d=2, n=100000, scores="cosine", train_length=512),  # used to abort: exact match out of reach
+        dict(d=128, n=4096, train_length=512, head_scale=999),  # used to abort with an entropy never given
+    ],
+)
+def test_one_rule_that_cannot_answer_leaves_a_note_and_the_table(kwargs):
+    rec = at.recommend_scale(**kwargs)
+    names = [e.criterion for e in rec.entries]
+    assert names[0] == "standard 1/sqrt(d)" and any(name.startswith("YaRN") for name in names)
+    assert not any(name.startswith("exact entropy match") for name in names)
+    assert any(note.startswith("exact entropy match") and "not computed" in note for note in rec.notes)
+    assert all(np.isfinite(e.scale) and e.scale > 0 for e in rec.entries)
+
+
+def test_a_failing_rule_is_a_note_by_construction(monkeypatch):
+    from attnscale import recipes
+
+    def broken(setting):
+        raise RuntimeError("boom")
+
+    rules = list(recipes.RULES)
+    rules[1] = recipes._Rule("gradient (broken)", "nowhere", broken)
+    monkeypatch.setattr(recipes, "RULES", tuple(rules))
+    rec = at.recommend_scale(128, 4096, train_length=512)
+    assert "gradient (broken)" not in _entries(rec)
+    assert any("gradient (broken): not computed here (RuntimeError: boom)" in note for note in rec.notes)
+    assert (
+        len(rec.entries) == len(recipes.RULES) - 3
+    )  # the others still print (two rules need cosine or no L)
+
+
+def test_a_new_rule_is_one_entry(monkeypatch):
+    from attnscale import recipes
+
+    extra = recipes._Rule("twice the standard", "test", lambda s: recipes._scale(2.0))
+    monkeypatch.setattr(recipes, "RULES", (*recipes.RULES, extra))
+    rec = at.recommend_scale(64, 1000)
+    assert rec.entries[-1] == at.ScaleEntry("twice the standard", 2.0 / 8.0, 2.0, "test")
+
+
+def test_llama4_row_never_falls_below_the_head_and_ignores_l():
+    # Llama 4 multiplies its NoPE queries by f(n) = 1 + 0.1 log1p(floor(n / 8192)) >= 1 at every
+    # position, whatever the training length (modeling_llama4.py, as in the test above).
+    for n in (300.0, 8191.0, 8192.0, 65536.0, 1e6):
+        rows = []
+        for length in (512.0, 4096.0, 65536.0, 1e6):
+            rec = at.recommend_scale(128, n, train_length=length, head_scale=1.7)
+            rows.append(_entries(rec)["Llama 4 (NoPE layers), f(n)"].unit_scale)
+        expected = 1.7 * (1 + 0.1 * math.log1p(math.floor(n / 8192)))
+        np.testing.assert_allclose(rows, expected, rtol=1e-15)
+        assert min(rows) >= 1.7
+
+
+def test_yarn_row_says_which_finetuned_branch_it_shows():
+    rec = at.recommend_scale(128, 16384, train_length=4096)
+    assert any(note.startswith("YaRN dynamic row") and "finetuned=False" in note for note in rec.notes)
+
+
+def test_causal_note_in_both_modes():
+    for scores in ("dot", "cosine"):
+        rec = at.recommend_scale(64, 8192, scores=scores, causal=True)
+        assert any(note.startswith("causal: the best fixed scale") for note in rec.notes), scores
+
+
+def test_tiny_dimension_cosine_scale_gets_a_note():
+    for d in (2, 4):
+        rec = at.recommend_scale(d, 4096, scores="cosine")
+        grad = _entries(rec)["gradient (cosine mean field)"]
+        assert grad.unit_scale > 100
+        assert any(note.startswith(f"gradient (cosine): at d = {d}") for note in rec.notes)
+    rec = at.recommend_scale(128, 4096, scores="cosine")
+    assert not any(note.startswith("gradient (cosine)") for note in rec.notes)
+
+
+def test_gradient_note_is_worded_as_a_numerical_finding():
+    note = next(n for n in at.recommend_scale(128, 4096).notes if n.startswith("gradient:"))
+    assert "numerical finding" in note and "n = 2" in note and "no finite maximizer" not in note
+
+
+def test_exact_match_beyond_the_exact_range_is_a_note():
+    rec = at.recommend_scale(128, 1e12, train_length=4096)
+    assert any("exact expectation covers" in note for note in rec.notes)
+    assert "Qwen logn (queries, n > L only)" in _entries(rec)
+
+
+def test_a_measured_entropy_out_of_reach_is_one_error_naming_it():
+    with pytest.raises(ValueError, match=r"head_entropy = 0\.0001 nats"):
+        at.recommend_scale(128, 4096, train_length=512, head_entropy=1e-4)
+    with pytest.raises(ValueError, match="head_entropy needs train_length"):
+        at.recommend_scale(128, 1e12, train_length=1e10, head_entropy=3.0)
+    with pytest.raises(ValueError, match=r"n must be <= 1e\+15"):
+        at.recommend_scale(128, 1e16)
+
+
+def test_cli_answers_huge_causal_settings():
+    # issue 21: --n 1e9 --causal was killed for memory after 70 s; --n 1e8 took 2 minutes and 4.8 GB
+    done = run("scale", "--d", "128", "--n", "1e9", "--causal")
+    assert done.returncode == 0, done.stderr
+    assert "gradient, causal (Gaussian mean field)" in done.stdout
+    done = run("scale", "--d", "128", "--n", "1e6", "--cosine", "--causal", "--train-length", "4096")
+    assert done.returncode == 0, done.stderr
+    assert "gradient (cosine mean field), causal" in done.stdout

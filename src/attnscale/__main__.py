@@ -3,8 +3,11 @@
 
 Prints every criterion's scale for the setting as a table, starting from the
 head's measured entropy or scale at the training length when given (and
-saying which default it assumes when not).  Bad arguments
-give a one-line error on stderr and exit status 2, never a traceback.
+saying which default it assumes when not).  A rule that cannot answer for
+the setting prints a note instead of a row.  Bad arguments give a one-line
+error on stderr and exit status 2; anything unexpected gives one line and
+status 1; never a traceback.  Domain: ``d >= 2``, ``2 <= n, L <= 1e15``
+(see ``attnscale.recommend_scale``).
 """
 
 from __future__ import annotations
@@ -60,10 +63,21 @@ def main(argv=None) -> int:
             head_scale=args.head_scale,
         )
     except (ValueError, TypeError) as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        print(f"{parser.prog}: error: {_one_line(error)}", file=sys.stderr)
         return 2
-    print(recommendation.table())
+    except Exception as error:  # the calculator never dies with a traceback
+        print(f"{parser.prog}: internal error: {type(error).__name__}: {_one_line(error)}", file=sys.stderr)
+        return 1
+    try:
+        print(recommendation.table())
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into head: stop quietly
+        sys.stdout = None
     return 0
+
+
+def _one_line(error) -> str:
+    return " ".join(str(error).split())
 
 
 if __name__ == "__main__":

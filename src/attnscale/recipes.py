@@ -18,12 +18,16 @@ the release it was checked against.
 ``recommend_scale`` (also ``python -m attnscale scale``) applies them
 all to one setting, starting from the head's scale at the training length:
 measured (its mean attention entropy, or its scale) or, without a
-measurement, the stated default :math:`\alpha_L = 1`.
+measurement, the stated default :math:`\alpha_L = 1`.  Its rows are the
+table ``RULES``: one entry per rule, each a small function of the setting
+that returns a scale or a note, run on its own so that no rule can stop
+the others.
 """
 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +41,8 @@ from .gaussian import gaussian_alpha_star
 
 __all__ = [
     "ADAPTIVE_TEMPERATURE_POLY",
+    "MAX_KEYS",
+    "RULES",
     "Recommendation",
     "ScaleEntry",
     "adaptive_temperature",
@@ -373,6 +379,10 @@ def _expected_entropy(alpha, n, scores="gaussian", d=None):
     return float(expected_entropy(float(alpha) * to_law, float(n), **kwargs))
 
 
+class _OutOfReach(ValueError):
+    """No scale the exact expectation covers reaches the entropy asked for."""
+
+
 def _solve_entropy(target, n, scores="gaussian", d=None):
     """The unit-score scale alpha >= 0 with E[H](alpha, n) = target, for 0 < target < log n."""
     _, to_law, cap = _law(scores, d)
@@ -384,7 +394,7 @@ def _solve_entropy(target, n, scores="gaussian", d=None):
     hi = 1.0
     while gap(hi) > 0:
         if hi >= top:
-            raise ValueError(
+            raise _OutOfReach(
                 f"no scale up to {top:.4g} brings the entropy down to {target:.4g} nats "
                 "(a head this focused is outside the exact expectation's range)"
             )
@@ -536,17 +546,19 @@ class Recommendation:
     notes: tuple[str, ...]
 
     def table(self) -> str:
-        """The recommendation as a plain-text table (lines of at most 88 columns before the notes)."""
+        """The recommendation as a plain-text table, in lines of at most 88 columns."""
         unit = "q.k" if self.scores == "dot" else "cos(q, k)"
         title = (
             f"scale for softmax(scale * {unit}), d = {self.d:g}, n = {self.n:g}"
             + (", causal" if self.causal else "")
             + (f", L = {self.train_length:g}" if self.train_length else "")
         )
-        width = max(len(e.criterion) for e in self.entries)
-        lines = [title, f"  {'criterion':<{width}}  {'scale':>9}  {'x std':>7}  source"]
+        width = max((len(e.criterion) for e in self.entries), default=len("criterion"))
+        lines = textwrap.wrap(title, 88, subsequent_indent="  ")
+        lines.append(f"  {'criterion':<{width}}  {'scale':>9}  {'x std':>7}  source")
         for e in self.entries:
-            lines.append(f"  {e.criterion:<{width}}  {e.scale:9.4g}  {e.unit_scale:7.3f}  {e.source}")
+            unit = f"{e.unit_scale:7.3f}" if e.unit_scale < 1e3 else f"{e.unit_scale:7.1e}"
+            lines.append(f"  {e.criterion:<{width}}  {e.scale:9.4g}  {unit}  {e.source}")
         for note in self.notes:
             lines += textwrap.wrap(note, 88, initial_indent="  note: ", subsequent_indent="        ")
         return "\n".join(lines)
@@ -571,6 +583,263 @@ def _optional_positive(value, name):
     return number
 
 
+#: The calculator's domain for the number of keys and the training length.
+MAX_KEYS = 1e15
+#: The exact expectations (``attnscale.expected_entropy``) cover up to this many keys.
+_EXACT_MAX_KEYS = 1e9
+#: A cosine gradient scale this many times the standard one gets a note.
+_LARGE_COSINE_RATIO = 30.0
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """One validated setting of the calculator, as every rule sees it."""
+
+    d: float
+    n: float
+    scores: str  # "dot" or "cosine"
+    causal: bool
+    train_length: float | None
+    alpha_l: float
+
+    @property
+    def law(self) -> str:
+        return "gaussian" if self.scores == "dot" else "cosine"
+
+    def raw(self, unit_scale: float) -> float:
+        """The unit-score factor on the raw score: alpha/sqrt(d) on q.k, alpha sqrt(d) on the cosine."""
+        root = np.sqrt(self.d)
+        return unit_scale / root if self.scores == "dot" else unit_scale * root
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one rule says: a scale on the unit-variance score, or none, and its notes."""
+
+    unit_scale: float | None = None
+    notes: tuple[str, ...] = ()
+
+
+def _scale(unit_scale, *notes) -> _Outcome:
+    return _Outcome(float(unit_scale), tuple(notes))
+
+
+def _note(text) -> _Outcome:
+    return _Outcome(None, (text,))
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One row of the calculator: a name, a source, when it applies, and the rule itself.
+
+    ``criterion`` and ``source`` are strings or functions of the setting; ``applies`` says
+    whether the rule belongs to the setting at all (a rule that belongs but
+    cannot give a number returns a note instead); ``compute`` maps the
+    setting to an ``_Outcome``.
+    """
+
+    criterion: str | Callable[[_Setting], str]
+    source: str | Callable[[_Setting], str]
+    compute: Callable[[_Setting], _Outcome]
+    applies: Callable[[_Setting], bool] = lambda s: True
+
+    def name(self, setting: _Setting) -> str:
+        return self.criterion if isinstance(self.criterion, str) else self.criterion(setting)
+
+    def source_of(self, setting: _Setting) -> str:
+        return self.source if isinstance(self.source, str) else self.source(setting)
+
+
+def _with_length(s: _Setting) -> bool:
+    return s.train_length is not None
+
+
+# --- the rules, one small function each ---------------------------------------------------------
+
+
+def _standard(s):
+    return _scale(1.0)
+
+
+def _gradient_name(s):
+    if s.scores == "dot":
+        return "gradient, causal (Gaussian mean field)" if s.causal else "gradient (Gaussian mean field)"
+    return "gradient (cosine mean field)" + (", causal" if s.causal else "")
+
+
+def _gradient_source(s):
+    return "book ch. decoders" if s.causal and s.scores == "dot" else "Su 2023 (9812)"
+
+
+def _gradient(s):
+    d = None if s.scores == "dot" else s.d
+    notes = []
+    if s.causal:
+        alpha, n_ref, share = best_causal_scale(round(s.n), d=d)
+        notes.append(
+            f"causal: the best fixed scale is alpha*(n = {n_ref:.4g}), the optimum for that many keys; "
+            f"it keeps {share:.1%} of each position's best mean-field gradient on average over "
+            f"positions 2 .. {round(s.n):g}"
+        )
+    else:
+        alpha = float(gaussian_alpha_star(s.n) if d is None else cosine_alpha_star(s.n, d))
+    if s.scores == "dot":
+        notes.append(
+            "gradient: the scale maximizes the source's mean-field objective; the book finds the exact "
+            "expected gradient rising toward a limit with no maximum on the range it computes "
+            "(a numerical finding, proved only for n = 2)"
+        )
+        return _scale(alpha, *notes)
+    unit = alpha / np.sqrt(s.d)
+    if unit >= _LARGE_COSINE_RATIO:
+        notes.append(
+            f"gradient (cosine): at d = {s.d:g} the mean-field optimum is {unit:.3g} times the standard "
+            "scale; at fixed d it grows like n^(2/(d-1)) (ch. cosine-scores), so in so few dimensions it "
+            "is far above any scale used in practice; check it on the model before using it"
+        )
+    return _scale(unit, *notes)
+
+
+def _entropy_invariant_512(s):
+    return _scale(np.log(s.n) / np.log(512.0), "give train_length (--train-length) to add the length rules")
+
+
+def _entropy_invariant(s):
+    return _scale(s.alpha_l * np.log(s.n) / np.log(s.train_length))
+
+
+def _qwen(s):
+    return _scale(s.alpha_l * max(1.0, np.log(s.n) / np.log(s.train_length)))
+
+
+def _yarn(s):
+    factor = float(yarn_mscale(max(s.n / s.train_length, 1.0))) ** 2
+    return _scale(
+        s.alpha_l * factor,
+        "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False "
+        "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its "
+        "fine-tuned window sL, as static YaRN does",
+        "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; "
+        "the rows above assume the window is n",
+    )
+
+
+def _longrope(s):
+    factor = float(longrope_attention_factor(max(s.n / s.train_length, 1.0), s.train_length)) ** 2
+    return _scale(s.alpha_l * factor)
+
+
+def _infoscale(s):
+    return _scale(s.alpha_l * float(infoscale_factor(s.n, s.d, s.train_length)))
+
+
+def _llama4(s):
+    return _scale(
+        s.alpha_l * float(llama4_attention_scale(s.n)),
+        "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the "
+        "queries of its NoPE layers at n keys; it ignores L and is never below 1",
+    )
+
+
+def _sqrt_rule(s):
+    if s.scores != "dot":
+        return _note("the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given")
+    mean_field = s.alpha_l**2 + 2.0 * np.log(s.n / s.train_length)
+    if not mean_field > 0:
+        return _note(
+            "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, "
+            "so no scale at n matches it"
+        )
+    notes = []
+    if s.alpha_l**2 >= 2.0 * np.log(s.train_length):
+        notes.append(
+            "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field "
+            "entropy no longer describes the head"
+        )
+    return _scale(np.sqrt(mean_field), *notes)
+
+
+def _qknorm(s):
+    return _scale(float(qknorm_initial_scale(s.train_length)) / np.sqrt(s.d))
+
+
+def _exact_match_name(s):
+    return f"exact entropy match ({s.law})"
+
+
+def _exact_match(s):
+    name = _exact_match_name(s)
+    if max(s.n, s.train_length) > _EXACT_MAX_KEYS:
+        return _note(f"{name}: not computed, the exact expectation covers n and L up to {_EXACT_MAX_KEYS:g}")
+    _, to_law, cap = _law(s.law, s.d)
+    if s.alpha_l * to_law > cap:
+        return _note(
+            f"{name}: not computed, alpha_L = {s.alpha_l:.4g} is beyond the exact expectation's range "
+            f"(up to {cap / to_law:.4g} on the unit score for {s.law} scores)"
+        )
+    target = _expected_entropy(s.alpha_l, s.train_length, s.law, s.d)
+    if target >= np.log(s.n):
+        return _note(
+            f"exact entropy match does not apply: the head's entropy at L ({target:.3g} nats) "
+            f"exceeds log n = {np.log(s.n):.3g}, the entropy of a uniform row over n keys"
+        )
+    try:
+        return _scale(_solve_entropy(target, s.n, s.law, s.d))
+    except _OutOfReach as error:
+        return _note(f"{name}: not computed, {error}")
+
+
+#: The calculator's rows, in the order they print.  A new rule is one entry.
+RULES: tuple[_Rule, ...] = (
+    _Rule("standard 1/sqrt(d)", "Vaswani et al. 2017", _standard),
+    _Rule(_gradient_name, _gradient_source, _gradient),
+    _Rule(
+        "entropy-invariant log_512(n)",
+        "Su 2021 (8823), base 512",
+        _entropy_invariant_512,
+        lambda s: s.train_length is None,
+    ),
+    _Rule(
+        lambda s: f"entropy-invariant a_L*log_{s.train_length:g}(n)",
+        "Su 2021 (8823)",
+        _entropy_invariant,
+        _with_length,
+    ),
+    _Rule("Qwen logn (queries, n > L only)", "Bai et al. 2023", _qwen, _with_length),
+    _Rule("YaRN dynamic, mscale(n/L)^2", "Peng et al. 2023", _yarn, _with_length),
+    _Rule("LongRoPE, window n: 1+ln(n/L)/ln L", "Ding et al. 2024", _longrope, _with_length),
+    _Rule("InfoScale", "Li et al. 2025", _infoscale, _with_length),
+    _Rule("Llama 4 (NoPE layers), f(n)", "Meta 2025", _llama4, _with_length),
+    _Rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", _sqrt_rule, _with_length),
+    _Rule(
+        "QK-norm initial g = log2(L^2 - L)",
+        "Henry et al. 2020",
+        _qknorm,
+        lambda s: s.train_length is not None and s.scores == "cosine",
+    ),
+    _Rule(_exact_match_name, "ch. recipes", _exact_match, _with_length),
+)
+
+
+def _run(rule: _Rule, setting: _Setting):
+    """One rule's entry (or None) and notes; whatever goes wrong inside it stays a note."""
+    try:
+        name, source = rule.name(setting), rule.source_of(setting)
+    except Exception as error:  # a rule never sinks the table
+        return None, (f"a rule could not be named here ({type(error).__name__}: {error})",)
+    try:
+        outcome = rule.compute(setting)
+        if outcome.unit_scale is None:
+            return None, outcome.notes
+        unit = float(outcome.unit_scale)
+        raw = float(setting.raw(unit))
+    except Exception as error:  # a rule never sinks the table
+        return None, (f"{name}: not computed here ({type(error).__name__}: {error})",)
+    if not (np.isfinite(unit) and unit > 0 and np.isfinite(raw) and raw > 0):  # never a degenerate scale
+        return None, (*outcome.notes, f"{name}: gives no usable scale here ({unit!r}); left out")
+    return ScaleEntry(name, raw, unit, source), outcome.notes
+
+
 def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_entropy=None, head_scale=None):
     r"""Every criterion's scale for one setting (the book's scale calculator).
 
@@ -578,28 +847,37 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     :math:`\alpha_L`: measured (``head_scale``, or ``head_entropy`` converted
     by ``head_scale_from_entropy``), or, without a measurement, the
     default :math:`\alpha_L = 1` (unit-variance scores at the standard
-    scale), which the notes state.  A rule that does not apply gives no
-    number and a note that says why; no entry is ever 0, negative or
-    non-finite.
+    scale), which the notes state.
+
+    The rows are the table ``attnscale.recipes.RULES``: each rule is a small
+    function of the setting that returns a scale or a note, run on its own,
+    so a rule that cannot give a number here (outside its range, or failing
+    for any reason) adds a note and the others still print.  No entry is
+    ever 0, negative or non-finite.  Every input in the domain below answers
+    in well under a second with bounded memory (the causal gradient row
+    integrates over positions, :func:`attnscale.best_causal_scale`);
+    ``benchmarks/bench_calculator.py`` times it and ``tests/test_calculator_fuzz.py``
+    fuzzes the whole domain.
 
     Parameters
     ----------
     d : int or float
         Head dimension, ``>= 2``.
     n : int or float
-        Number of keys, ``>= 2``; for ``causal=True`` the longest sequence.
+        Number of keys, ``2 <= n <= 1e15``; for ``causal=True`` the longest sequence.
     scores : {"dot", "cosine"}, optional
         Raw dot products, or cosines of normalized queries and keys.
     causal : bool, optional
         For the gradient criterion, choose one scale for all positions
         :math:`2 \dots n` (:func:`attnscale.best_causal_scale`).
     train_length : int or float, optional
-        Training length :math:`L`; enables the length rules.  The
-        entropy-invariant rule uses its published :math:`L = 512` when this
-        is ``None``.
+        Training length :math:`L`, ``2 <= L <= 1e15``; enables the length
+        rules.  The entropy-invariant rule uses its published :math:`L = 512`
+        when this is ``None``.  The exact entropy match needs :math:`n, L \le 10^9`
+        (the range of the exact expectation) and says so beyond.
     head_entropy : float, optional
         The head's measured mean attention entropy (nats) at :math:`L`,
-        strictly between 0 and :math:`\log L`.  Needs ``train_length``.
+        strictly between 0 and :math:`\log L`, with :math:`L \le 10^9`.  Needs ``train_length``.
     head_scale : float, optional
         The head's measured scale :math:`\alpha_L` on the unit-variance
         score, ``> 0``.  Needs ``train_length``; not with ``head_entropy``.
@@ -612,20 +890,27 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     Raises
     ------
     ValueError
-        ``d < 2``, ``n < 2``, ``train_length < 2``, an unknown ``scores``,
-        non-finite values, a measurement without ``train_length``, both
-        measurements at once, or a measured entropy no Gaussian-score head has.
+        ``d < 2``, ``n`` or ``train_length`` outside ``[2, 1e15]``, an unknown
+        ``scores``, non-finite values, a measurement without ``train_length``,
+        both measurements at once, or a measured entropy that no head of the
+        score law has at scales the exact expectation covers.
     TypeError
         Non-numeric arguments, or a non-boolean ``causal``.
     """
-    d = float(_validate.dimension(d))
-    n = float(_validate.key_count(n))
-    if scores not in ("dot", "cosine"):
+    d = _scalar(_validate.dimension(d), "d")
+    n = _scalar(_validate.key_count(n), "n")
+    if n > MAX_KEYS:
+        raise ValueError(f"n must be <= {MAX_KEYS:g} (the calculator's range), got {n:g}")
+    if not isinstance(scores, str) or scores not in ("dot", "cosine"):
         raise ValueError(f"scores must be 'dot' or 'cosine', got {scores!r}")
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be True or False, got {type(causal).__name__}")
     if train_length is not None:
-        train_length = float(_validate.at_least(train_length, "train_length", 2.0))
+        train_length = _scalar(_validate.at_least(train_length, "train_length", 2.0), "train_length")
+        if train_length > MAX_KEYS:
+            raise ValueError(
+                f"train_length must be <= {MAX_KEYS:g} (the calculator's range), got {train_length:g}"
+            )
     head_scale = _optional_positive(head_scale, "head_scale")
     if head_entropy is not None:
         head_entropy = _scalar(head_entropy, "head_entropy")
@@ -635,25 +920,12 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
         raise ValueError("a measured head (head_entropy or head_scale) needs train_length")
 
     law = "gaussian" if scores == "dot" else "cosine"
-    root = np.sqrt(d)
-    # A dot-product recipe lambda (on q.k) becomes alpha = lambda sqrt(d) on the
-    # unit score; for cosines the unit score is sqrt(d) cos, so lambda = alpha sqrt(d).
-    to_raw = (lambda a: a / root) if scores == "dot" else (lambda a: a * root)
-    entries, notes = [], []
-
-    def add(criterion, unit_scale, source):
-        unit_scale = float(unit_scale)
-        if not (np.isfinite(unit_scale) and unit_scale > 0):  # never a silent degenerate scale
-            notes.append(f"{criterion}: gives no usable scale here ({unit_scale!r}); left out")
-            return
-        entries.append(ScaleEntry(criterion, float(to_raw(unit_scale)), unit_scale, source))
-
-    # The head at the training length.
+    notes = []
     if head_scale is not None:
         alpha_l = head_scale
         notes.append(f"head measured: alpha_L = {alpha_l:.4g} at L = {train_length:g}")
     elif head_entropy is not None:
-        alpha_l = head_scale_from_entropy(head_entropy, train_length, law, d)
+        alpha_l = _head_from_entropy(head_entropy, train_length, law, d)
         notes.append(
             f"head measured: entropy {head_entropy:.4g} nats at L = {train_length:g}, "
             f"i.e. alpha_L = {alpha_l:.4g} for {law} scores (exact expectation)"
@@ -666,83 +938,26 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
                 "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)"
             )
 
-    add("standard 1/sqrt(d)", 1.0, "Vaswani et al. 2017")
-    if scores == "dot":
-        if causal:
-            alpha, n_ref, share = best_causal_scale(round(n))
-            add("gradient, causal (Gaussian mean field)", alpha, "book ch. decoders")
-            notes.append(f"causal: best fixed scale is alpha*(n = {n_ref:.0f}); keeps {share:.0%} on average")
-        else:
-            alpha = float(gaussian_alpha_star(n))
-            add("gradient (Gaussian mean field)", alpha, "Su 2023 (9812)")
-        notes.append(
-            "the gradient scale maximizes the source's mean-field objective; the exact "
-            "expected gradient has no finite maximizer (it keeps rising toward a limit)"
-        )
-    else:
-        if causal:
-            alpha, _, _ = best_causal_scale(round(n), d=d)
-        else:
-            alpha = float(cosine_alpha_star(n, d))
-        add(
-            "gradient (cosine mean field)" + (", causal" if causal else ""),
-            alpha / root,
-            "Su 2023 (9812)",
-        )
-
-    if train_length is None:
-        add("entropy-invariant log_512(n)", np.log(n) / np.log(512.0), "Su 2021 (8823), base 512")
-        notes.append("give train_length (--train-length) to add the length rules")
-        return Recommendation(d, n, scores, bool(causal), None, alpha_l, tuple(entries), tuple(notes))
-
-    length = train_length
-    ratio = n / length
-    add(f"entropy-invariant a_L*log_{length:g}(n)", alpha_l * np.log(n) / np.log(length), "Su 2021 (8823)")
-    add("Qwen logn (queries, n > L only)", alpha_l * max(1.0, np.log(n) / np.log(length)), "Bai et al. 2023")
-    add("YaRN dynamic, mscale(n/L)^2", alpha_l * float(yarn_mscale(max(ratio, 1.0))) ** 2, "Peng et al. 2023")
-    add(
-        "LongRoPE, window n: 1+ln(n/L)/ln L",
-        alpha_l * float(longrope_attention_factor(max(ratio, 1.0), length)) ** 2,
-        "Ding et al. 2024",
-    )
-    add("InfoScale", alpha_l * float(infoscale_factor(n, d, length)), "Li et al. 2025")
-    # The head measured at L already carries Llama 4's factor at L (it is 1
-    # for L < 8192); what changes from L to n is the ratio.
-    add(
-        "Llama 4 (NoPE layers), f(n)/f(L)",
-        alpha_l * float(llama4_attention_scale(n) / llama4_attention_scale(length)),
-        "Meta 2025",
-    )
-    notes.append(
-        "static YaRN and LongRoPE apply one constant, set by the configured window, at every "
-        "length; the rows above assume the window is n"
-    )
-    if scores == "dot":
-        # The mean-field entropy rule of a Gaussian-score head.
-        mean_field = alpha_l**2 + 2.0 * np.log(ratio)
-        if mean_field > 0:
-            add("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", np.sqrt(mean_field), "ch. entropy-invariance")
-            if alpha_l**2 >= 2.0 * np.log(length):
-                notes.append(
-                    "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field "
-                    "entropy no longer describes the head"
-                )
-        else:
-            notes.append(
-                "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, "
-                "so no scale at n matches it"
-            )
-    else:
-        g_0 = float(qknorm_initial_scale(length))
-        add("QK-norm initial g = log2(L^2 - L)", g_0 / root, "Henry et al. 2020")
-        notes.append("the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given")
-    # The exact entropy match, for the law of the scores.
-    target = _expected_entropy(alpha_l, length, law, d)
-    if target < np.log(n):
-        add(f"exact entropy match ({law})", _solve_entropy(target, n, law, d), "ch. recipes")
-    else:
-        notes.append(
-            f"exact entropy match does not apply: the head's entropy at L ({target:.3g} nats) "
-            f"exceeds log n = {np.log(n):.3g}, the entropy of a uniform row over n keys"
-        )
+    setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l)
+    entries = []
+    for rule in RULES:
+        if not rule.applies(setting):
+            continue
+        entry, rule_notes = _run(rule, setting)
+        if entry is not None:
+            entries.append(entry)
+        notes.extend(note for note in rule_notes if note not in notes)
     return Recommendation(d, n, scores, bool(causal), train_length, alpha_l, tuple(entries), tuple(notes))
+
+
+def _head_from_entropy(head_entropy, train_length, law, d):
+    """alpha_L of a measured entropy, with the calculator's errors naming head_entropy."""
+    if train_length > _EXACT_MAX_KEYS:
+        raise ValueError(
+            f"head_entropy needs train_length <= {_EXACT_MAX_KEYS:g} (the exact expectation's range); "
+            "give head_scale instead"
+        )
+    try:
+        return head_scale_from_entropy(head_entropy, train_length, law, d)
+    except _OutOfReach as error:
+        raise ValueError(f"head_entropy = {head_entropy:g} nats: {error}; give head_scale instead") from None
