@@ -17,11 +17,14 @@ reader meets it:
   math and outputs must scroll inside their own box);
 * code is folded: with the folded cells closed, code takes at most a quarter
   of a chapter's height (reported per chapter);
-* it is accessible: axe-core (``axe.min.js`` shipped by the pinned PyPI
-  package axe-playwright-python) finds no serious or critical violation
-  (every rule in the light theme; colour contrast again in the dark one);
-  the counts by impact are printed (``pytest -s``) and written to
-  ``_build/screenshots/axe.json``.
+* it is accessible: axe-core (``axe.min.js``, vendored in
+  ``tests/vendor/axe-core/`` with its version and SHA-256 checked here)
+  finds no serious or critical violation (every rule at 1400 px in the light
+  theme; colour contrast again in the dark one), and the names that
+  assistive technology speaks contain the text the reader sees (axe's rule
+  ``label-content-name-mismatch``, WCAG 2.5.3, switched on explicitly, at
+  both widths and in both themes); the counts by impact are printed
+  (``pytest -s``) and written to ``_build/screenshots/axe.json``.
 """
 
 from __future__ import annotations
@@ -141,9 +144,33 @@ SET_THEME = """
 }
 """
 
-#: Colour contrast is the only axe rule a theme can change; in the second
-#: theme only it runs again (it is also the slowest rule).
-AXE_CONTRAST_ONLY = {"runOnly": {"type": "rule", "values": ["color-contrast"]}}
+#: WCAG 2.5.3 (Label in Name, level A): an accessible name contains the
+#: visible label.  Up to axe-core 4.12 the rule was tagged experimental and
+#: off unless switched on; 4.14 runs it by default.  It is switched on here
+#: all the same, so that no other axe-core can leave it off unnoticed.
+NAME_RULE = "label-content-name-mismatch"
+
+
+def _axe_options(*only: str) -> dict:
+    """axe.run options: every rule (or just ``only``), with NAME_RULE on."""
+    options: dict = {"rules": {NAME_RULE: {"enabled": True}}}
+    if only:
+        options["runOnly"] = {"type": "rule", "values": list(only)}
+    return options
+
+
+#: What axe checks in each view of a page.  At 1400 px in the light theme,
+#: every rule.  Colour contrast is the only other rule a theme can change;
+#: in the dark theme only it runs again (it is also the slowest rule).  The
+#: names rule runs in every view, because the views show different controls
+#: (the sidebar's search field at 1400 px, the header's buttons at 390 px)
+#: and the colour-mode button shows the current theme's icon.
+AXE_RUNS = {
+    ("desktop", "light"): _axe_options(),
+    ("desktop", "dark"): _axe_options("color-contrast", NAME_RULE),
+    ("phone", "light"): _axe_options(NAME_RULE),
+    ("phone", "dark"): _axe_options(NAME_RULE),
+}
 
 
 def _visit(browser, served, page):
@@ -168,6 +195,7 @@ def _visit(browser, served, page):
     # resolves the theme's @import against the page, a 404) come after
     report["problems"] = list(problems)
     tab.add_script_tag(path=str(_axe_script()))
+    report["axe version"] = tab.evaluate("axe.version")
     # the theme fades colours in (CSS transitions): axe must see the end state
     tab.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
     backgrounds = set()
@@ -178,9 +206,7 @@ def _visit(browser, served, page):
             tab.emulate_media(color_scheme=theme)
             backgrounds.add((theme, tab.evaluate(SET_THEME, theme)))
             report[size, theme] = tab.evaluate(FIT_CHECK)
-            if size == "desktop":
-                options = {} if theme == THEMES[0] else AXE_CONTRAST_ONLY
-                report["axe", theme] = tab.evaluate(AXE_RUN, options)
+            report["axe", size, theme] = tab.evaluate(AXE_RUN, AXE_RUNS[size, theme])
             _screenshot(tab, f"{Path(page).name}-{size}-{theme}")
     tab.close()
     assert len({bg for _, bg in backgrounds}) == len(THEMES), f"the theme did not switch: {backgrounds}"
@@ -348,27 +374,66 @@ async (options) => {
 AXE_COUNTS: dict[str, dict] = {}
 
 
+#: axe-core from the npm package axe-core, vendored with its licence
+#: (tests/vendor/axe-core/README.md says why, and how to update it).
+AXE_CORE = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
+AXE_CORE_VERSION = "4.14.1"
+AXE_CORE_SHA256 = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c"
+
+
 def _axe_script() -> Path:
-    package = pytest.importorskip("axe_playwright_python", reason="pip install -r requirements.txt")
-    path = Path(package.__file__).parent / "axe.min.js"
-    assert path.exists(), f"{path} is missing from axe-playwright-python"
-    return path
+    assert AXE_CORE.exists(), f"{AXE_CORE} is missing"
+    return AXE_CORE
 
 
-@pytest.mark.parametrize("theme", THEMES)
+def test_vendored_axe_core_is_the_recorded_release():
+    """The vendored axe.min.js is axe-core AXE_CORE_VERSION, byte for byte as published."""
+    import hashlib
+
+    data = _axe_script().read_bytes()
+    assert data.startswith(f"/*! axe v{AXE_CORE_VERSION}\n".encode()), data[:40]
+    assert hashlib.sha256(data).hexdigest() == AXE_CORE_SHA256
+    readme = (AXE_CORE.parent / "README.md").read_text()
+    assert f"axe-core@{AXE_CORE_VERSION}" in readme and AXE_CORE_SHA256 in readme
+    assert (AXE_CORE.parent / "LICENSE").read_text().startswith("Mozilla Public License, version 2.0")
+
+
+NAME_MISMATCH_PAGE = """<!doctype html><html lang="en"><head><title>names</title></head><body><main>
+<details><summary aria-label="Toggle hidden content">Show code cell source</summary><p>code</p></details>
+<button aria-label="Search">Search <kbd>Ctrl</kbd>+<kbd>K</kbd></button>
+<details><summary>Show code cell source</summary><p>code</p></details>
+<button>Search <kbd>Ctrl</kbd>+<kbd>K</kbd></button>
+</main></body></html>"""
+
+
+def test_axe_checks_names_against_labels(browser):
+    """With each view's options, the names rule flags the two mismatched controls, not the plain ones."""
+    tab = browser.new_page()
+    tab.set_content(NAME_MISMATCH_PAGE)
+    tab.add_script_tag(path=str(_axe_script()))
+    for view, options in AXE_RUNS.items():
+        found = {v["id"]: v for v in tab.evaluate(AXE_RUN, options)}
+        assert NAME_RULE in found, (view, sorted(found))
+        assert found[NAME_RULE]["nodes"] == 2 and found[NAME_RULE]["impact"] == "serious", found[NAME_RULE]
+    tab.close()
+
+
+@pytest.mark.parametrize(("size", "theme"), list(AXE_RUNS))
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
-def test_accessibility(browser, served, page, theme):
-    """axe-core: no serious or critical violation at 1400 px (light: every rule; dark: contrast)."""
-    violations = _visit(browser, served, page)["axe", theme]
+def test_accessibility(browser, served, page, size, theme):
+    """axe-core: no serious or critical violation (see AXE_RUNS for the rules in each view)."""
+    visit = _visit(browser, served, page)
+    assert visit["axe version"] == AXE_CORE_VERSION
+    violations = visit["axe", size, theme]
     counts = {}
     for v in violations:
         counts[v["impact"] or "unknown"] = counts.get(v["impact"] or "unknown", 0) + v["nodes"]
-    AXE_COUNTS[f"{page} ({theme})"] = {"counts": counts, "violations": violations}
+    AXE_COUNTS[f"{page} ({size}, {theme})"] = {"counts": counts, "violations": violations}
     shots = ROOT / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     (shots / "axe.json").write_text(json.dumps(AXE_COUNTS, indent=1))
     print(
-        f"\naxe {page} ({theme}): "
+        f"\naxe {page} ({size}, {theme}): "
         + (", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "no violations")
     )
     bad = [v for v in violations if v["impact"] in ("serious", "critical")]
