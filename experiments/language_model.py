@@ -146,11 +146,9 @@ def _summary(evaluation, length, keep_positions=False):
             [evaluation["entropy"][..., a:b].mean(axis=-1) for a, b in BANDS if b <= length]
         ),  # (bands, layers, heads)
         "entropy_last": _round(evaluation["entropy"][..., -1]),  # the query that sees every key
-        "loss_by_window": _round(evaluation["loss_by_window"], 6),
     }
     if keep_positions:
         out["loss_by_position"] = _round(loss, 6)
-        out["entropy_by_position"] = _round(evaluation["entropy"], 5)
     return out
 
 
