@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: cross-reference target (-n, nitpicky).
 BUILD_FLAGS = ["--all", "-W", "-n", "--keep-going"]
 
+#: The programs the PDF build and its tests need (Debian packages: README, "The PDF").
+PDF_TOOLS = ("xelatex", "latexmk", "pdftotext", "pdfimages", "pdfinfo")
+
 #: The files that make up the book's sources.
 BOOK_FILES = ["_config.yml", "_toc.yml", "book"]
 
@@ -50,10 +53,33 @@ def build_book(source: Path, output: Path, *, toc: Path | None = None) -> subpro
     No shell is involved, so no pipe can hide the exit status: the process's
     own status is returned, together with everything it printed.
     """
+    return start_build(source, output, toc=toc).wait()
+
+
+class Build:
+    """A ``jupyter-book build`` running in the background (:func:`start_build`)."""
+
+    def __init__(self, command: list[str], cwd: Path, log: Path):
+        self.command, self.log = command, log
+        with log.open("w") as sink:  # a file, not a pipe: a long log cannot block the build
+            self.process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=cwd)
+        self._result: subprocess.CompletedProcess | None = None
+
+    def wait(self) -> subprocess.CompletedProcess:
+        """Wait for the build; its exit status and everything it printed (as stdout)."""
+        if self._result is None:
+            code = self.process.wait()
+            self._result = subprocess.CompletedProcess(self.command, code, self.log.read_text(), "")
+        return self._result
+
+
+def start_build(source: Path, output: Path, *, toc: Path | None = None) -> Build:
+    """Start :func:`build_book`'s command without waiting for it."""
     command = [jupyter_book_executable(), "build", str(source), *BUILD_FLAGS, "--path-output", str(output)]
     if toc is not None:
         command += ["--toc", str(toc)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=source, check=False)
+    output.mkdir(parents=True, exist_ok=True)
+    return Build(command, source, output / "build.log")
 
 
 def jupyter_book_executable() -> str:

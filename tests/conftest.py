@@ -1,47 +1,94 @@
-"""Shared fixtures: the book is built once per test session, from a copy."""
+"""Shared fixtures: the book is built once per test session, from a copy, in the background.
+
+The slow work starts as soon as the tests are collected, side by side, so
+that both cores stay busy:
+
+* the book build (``built_book``), which itself executes the chapters in
+  parallel (``book/_ext/parallel_chapters.py``);
+* the reruns of every chapter as a reader reruns them (``tests/test_rerun.py``);
+* the PDF build, as soon as the HTML build has finished (``tests/test_pdf.py``).
+
+Meanwhile the tests that need none of it run first: the package's unit and
+property tests, then the fault-injection builds of ``tests/test_book.py``;
+the tests that read the built book come last.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
-from bookbuild import build_book, copy_book, notebook_chapters
+from bookbuild import PDF_TOOLS, build_pdf, copy_book, notebook_chapters, start_build
 
 RERUN_SCRIPT = Path(__file__).with_name("rerun_chapters.py")
+BACKGROUND = pytest.StashKey[dict]()
+
+
+def _needs(item, fixture: str) -> bool:
+    return fixture in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Tests that read the built book go last (stable order otherwise)."""
+    items.sort(key=lambda item: _needs(item, "built_book") or _needs(item, "rerun_notebook"))
 
 
 def pytest_collection_finish(session):
-    """Start rerunning the chapters now if the session will compare reruns.
-
-    The reruns (tests/test_rerun.py) and the book build each execute every
-    chapter once, one kernel at a time; started together they use both
-    cores of a two-core machine instead of running one after the other.
-    """
-    if not any(item.nodeid.startswith("tests/test_rerun.py") for item in session.items):
+    """Start the book build, the chapters' reruns and the PDF build now, in the background."""
+    background = session.config.stash.setdefault(BACKGROUND, {})
+    if session.config.option.collectonly:
         return
-    out = Path(session.config._tmp_path_factory.mktemp("reruns"))
-    chapters = [str(p) for p in notebook_chapters()]
-    process = subprocess.Popen(
-        [sys.executable, str(RERUN_SCRIPT), str(out), *chapters],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    session.config.stash[RERUNS] = (process, out)
+    factory = session.config._tmp_path_factory
+    items = session.items
+    if any(_needs(item, "rerun_notebook") for item in items):
+        out = Path(factory.mktemp("reruns"))
+        chapters = [str(p) for p in notebook_chapters()]
+        background["reruns"] = (
+            subprocess.Popen(
+                [sys.executable, str(RERUN_SCRIPT), str(out), *chapters],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            ),
+            out,
+        )
+    if any(_needs(item, "built_book") for item in items) and not os.environ.get("ATTNSCALE_BUILT_HTML"):
+        source = copy_book(factory.mktemp("book-src"))
+        background["book"] = start_build(source, factory.mktemp("book-out"))
+        wants_pdf = any(item.nodeid.startswith("tests/test_pdf.py") for item in items)
+        if wants_pdf and all(shutil.which(tool) for tool in PDF_TOOLS):
+            background["pdf"] = _after_build(background["book"])
 
 
-RERUNS = pytest.StashKey[tuple]()
+def _after_build(build):
+    """A thread that builds the PDF once the HTML build has succeeded; returns the record it fills."""
+    record: dict = {}
+
+    def run():
+        result = build.wait()
+        if result.returncode == 0:
+            record["pdf"] = build_pdf(result)
+
+    record["thread"] = threading.Thread(target=run, daemon=True)
+    record["thread"].start()
+    return record
 
 
 def pytest_sessionfinish(session):
-    process, _ = session.config.stash.get(RERUNS, (None, None))
-    if process is not None and process.poll() is None:
-        process.kill()
-        process.wait()
+    background = session.config.stash.get(BACKGROUND, {})
+    processes = [background["reruns"][0]] if "reruns" in background else []
+    if "book" in background:
+        processes.append(background["book"].process)
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +98,7 @@ def rerun_notebook(request):
     Waits for the background rerun started at collection (or runs it here,
     when the session did not start one).
     """
-    process, out = request.config.stash.get(RERUNS, (None, None))
+    process, out = request.config.stash.get(BACKGROUND, {}).get("reruns", (None, None))
     if process is None:
         out = Path(request.config._tmp_path_factory.mktemp("reruns"))
 
@@ -76,8 +123,8 @@ def rerun_notebook(request):
 
 
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory):
-    """Build a fresh copy of the book exactly as the README does.
+def built_book(request, tmp_path_factory):
+    """The session's build of a fresh copy of the book, exactly as the README builds it.
 
     Returns ``(result, html_dir)``.  The copy lives in a new temporary folder,
     so no earlier build or execution cache can leak into it.
@@ -89,7 +136,21 @@ def built_book(tmp_path_factory):
     if existing:
         done = subprocess.CompletedProcess(["(existing build)"], 0, "", "")
         return done, Path(existing)
-    source = copy_book(tmp_path_factory.mktemp("book-src"))
-    output = tmp_path_factory.mktemp("book-out")
-    result = build_book(source, output)
+    build = request.config.stash.get(BACKGROUND, {}).get("book")
+    if build is None:  # not started at collection (a test asked for it another way)
+        build = start_build(
+            copy_book(tmp_path_factory.mktemp("book-src")), tmp_path_factory.mktemp("book-out")
+        )
+    result = build.wait()
+    output = Path(result.args[result.args.index("--path-output") + 1])
     return result, output / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def background_pdf(request, built_book):
+    """The PDF build started when the HTML build finished: ``(result, pdf)``, or None if none was started."""
+    record = request.config.stash.get(BACKGROUND, {}).get("pdf")
+    if record is None:
+        return None
+    record["thread"].join()
+    return record.get("pdf")

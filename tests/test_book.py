@@ -54,13 +54,26 @@ def test_there_are_notebook_chapters():
 # -- faults that must fail the build -----------------------------------------
 
 
+#: Plain pages beside the probe, so that the probe book has more than five
+#: documents: Sphinx reads a book of five or fewer serially, and the faults
+#: must fail the parallel read that the real book uses
+#: (book/_ext/parallel_chapters.py).
+FILLERS = 4
+
+
 def _probe_book(tmp_path: Path, chapter_text: str) -> tuple[Path, Path]:
-    """A copy of the book whose toc holds only the probe chapter and the bibliography."""
+    """A copy of the book whose toc holds the probe chapter, a few plain pages and the bibliography."""
     source = copy_book(tmp_path / "src")
     (source / "book" / "probe.md").write_text(chapter_text)
     shutil.copy2(FIXTURES / "probe_helper.py", source / "book" / "probe_helper.py")
+    entries = ["book/bibliography"]
+    for k in range(FILLERS):
+        (source / "book" / f"filler{k}.md").write_text(f"# Filler {k}\n\nA plain page.\n")
+        entries.append(f"book/filler{k}")
     toc = source / "_probe_toc.yml"
-    toc.write_text("format: jb-book\nroot: book/probe\nchapters:\n  - file: book/bibliography\n")
+    toc.write_text(
+        "format: jb-book\nroot: book/probe\nchapters:\n" + "".join(f"  - file: {e}\n" for e in entries)
+    )
     return source, toc
 
 
@@ -100,6 +113,8 @@ def test_probe_builds_clean(tmp_path):
     assert result.returncode == 0, _tail(result.stdout + result.stderr)
     page = (tmp_path / "out" / "_build" / "html" / "book" / "probe.html").read_text()
     assert "probe executed 0.5" in page
+    # the faults below are injected into a book that Sphinx reads in parallel, as the real one
+    assert "parallel_chapters: 6 documents" in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda name: name.replace(" ", "-"))

@@ -31,11 +31,11 @@ from urllib.parse import urlsplit
 
 import jupytext
 import pytest
-from bookbuild import ROOT, build_pdf, notebook_chapters, pdf_name
+from bookbuild import PDF_TOOLS, ROOT, build_pdf, notebook_chapters, pdf_name
 
 pytestmark = pytest.mark.book
 
-TOOLS = ("xelatex", "latexmk", "pdftotext", "pdfimages", "pdfinfo")
+TOOLS = PDF_TOOLS
 
 #: Pages whose every glued number must also be in the PDF.
 GLUE_PAGES = ("gaussian-scores", "cosine-scores", "entropy-invariance")
@@ -61,14 +61,18 @@ def _require_tools():
 
 
 @pytest.fixture(scope="session")
-def built_pdf(built_book):
-    """``(result, pdf, html_dir)`` of the PDF build of the session's book."""
+def built_pdf(built_book, background_pdf):
+    """``(result, pdf, html_dir)`` of the PDF build of the session's book.
+
+    The build started in the background when the HTML build finished
+    (``tests/conftest.py``), or here if it was not.
+    """
     _require_tools()
     html_result, html = built_book
     assert html_result.returncode == 0, "the book build failed; see test_book_builds_clean"
     if "--path-output" not in html_result.args:
         pytest.skip("the PDF is built from the session's own book build, and there is none")
-    result, pdf = build_pdf(html_result)
+    result, pdf = background_pdf if background_pdf is not None else build_pdf(html_result)
     return result, pdf, html
 
 

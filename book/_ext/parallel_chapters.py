@@ -37,6 +37,9 @@ import os
 from pathlib import Path
 
 import sphinx.builders
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
 
 UNDECLARED_BUT_SAFE = ("sphinx_multitoc_numbering", "sphinx_jupyterbook_latex", "sphinx-mathjax-offline")
 
@@ -61,6 +64,7 @@ def _heaviest_first(app):
             return 0
 
     def make_chunks(docnames, nproc, maxbatch=10):
+        logger.info(f"parallel_chapters: {len(docnames)} documents, {nproc} processes, heaviest first")
         ordered = sorted(docnames, key=weight, reverse=True)
         # Sphinx starts the first `nproc` tasks at once and then the waiting
         # ones last-added first, so the rest go in ascending order.
