@@ -6,6 +6,7 @@ names in its docstring the equation of the book it implements.
 """
 
 from ._version import __version__ as __version__
+from .advice import LENGTH_VERDICT, Answer, answers
 from .checks import CheckCannotDiscriminate, CheckFailed, check_close, check_holds, check_true
 from .cosine import (
     cosine_alpha_star,
@@ -87,6 +88,8 @@ from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retr
 __all__ = [
     "ARCHITECTURES",
     "ATTENTIONS",
+    "LENGTH_VERDICT",
+    "Answer",
     "CheckCannotDiscriminate",
     "CheckFailed",
     "Recommendation",
@@ -97,6 +100,7 @@ __all__ = [
     "TypicalRowScales",
     "activation_second_moment",
     "activation_second_moments",
+    "answers",
     "attention_loss_and_gradients",
     "attention_scores",
     "best_causal_scale",
