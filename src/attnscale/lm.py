@@ -34,9 +34,11 @@ Training: AdamW, linear warm-up then cosine decay.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -59,6 +61,7 @@ __all__ = [
     "evaluate",
     "forward",
     "init_params",
+    "load_results",
     "logit_scale",
     "loss_fn",
     "train",
@@ -517,3 +520,30 @@ def _evaluator(config):
 def with_config(model: TrainedModel, **changes) -> LMConfig:
     """The model's configuration with ``changes`` (e.g. ``relu2_length=None``)."""
     return replace(model.config, **changes)
+
+
+#: Where ``experiments/language_model.py`` writes the sweep, relative to the repository.
+RESULTS_FILE = Path("book") / "data" / "language-model.json"
+
+
+def load_results(path=None) -> dict:
+    """The language-model sweep's results file (``experiments/language_model.py``).
+
+    Looks at ``path`` if given; otherwise for ``data/language-model.json``
+    (a chapter running in ``book/``), ``book/data/language-model.json``
+    (the repository root) and the repository that holds this package (an
+    editable install), in that order.
+    """
+    if path is not None:
+        candidates = [Path(path)]
+    else:
+        repository = Path(__file__).resolve().parents[2]
+        candidates = [Path("data") / RESULTS_FILE.name, RESULTS_FILE, repository / RESULTS_FILE]
+    for candidate in candidates:
+        if candidate.is_file():
+            return json.loads(candidate.read_text())
+    raise FileNotFoundError(
+        "no language-model results file at "
+        + ", ".join(str(c) for c in candidates)
+        + ": run python experiments/language_model.py"
+    )

@@ -938,6 +938,12 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
                 "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)"
             )
 
+    if train_length is not None and n > train_length:
+        notes.append(
+            "the length rules say what keeps a head's entropy, not its loss: in the book's language model "
+            "(ch. language-model) no rule applied only at test carried a model far past L; keep the trained "
+            "scale, or train with the rule you will use, and measure"
+        )
     setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l)
     entries = []
     for rule in RULES:
