@@ -124,3 +124,53 @@ def test_unknown_attention_is_refused():
         at.fit_attention_parameter("relu3", scores, values)
     with pytest.raises(ValueError, match="kind must be one of"):
         at.retrieval_error("relu3", 1.0, scores, values)
+
+
+def test_spike_over_bulk_with_a_flat_bulk_is_the_closed_form():
+    # bulk_sd = 0: one logit s over n - 1 logits mu, p_1 = 1 / (1 + (n - 1) e^(mu - s))
+    spike, mu, n = np.array([3.0, 0.0, -2.0, 40.0]), 0.5, 33
+    p1 = 1 / (1 + (n - 1) * np.exp(mu - spike))
+    closed = -p1 * np.log(p1) - (1 - p1) * np.log((1 - p1) / (n - 1))
+    got = at.spike_over_bulk_entropy(spike, mu, 0.0, n, np.random.default_rng(0))
+    np.testing.assert_allclose(got, closed, rtol=1e-12, atol=1e-15)
+
+
+def test_spike_far_below_the_bulk_leaves_partiii_iid_row():
+    # the spike carries no weight: n - 1 i.i.d. N(mu, a^2) logits, whose expected
+    # entropy is exact (attnscale.expected_entropy, quadrature)
+    a, n, rows = 1.7, 17, 20000
+    h = at.spike_over_bulk_entropy(np.full(rows, -1e3), 2.0, a, n, np.random.default_rng(1))
+    exact = at.expected_entropy(a, n - 1)
+    se = h.std(ddof=1) / np.sqrt(rows)
+    assert abs(h.mean() - exact) < 4 * se
+    assert abs(float(at.expected_entropy(a, n)) - exact) > 8 * se  # n keys, not n - 1, is excluded
+
+
+def test_spike_over_bulk_draws_like_one_array_whatever_the_blocks(monkeypatch):
+    spike = np.linspace(0.0, 12.0, 35).reshape(5, 7)
+    bulk_mean, bulk_sd, n = np.linspace(-1, 1, 7), 2.5, 300
+    expected_draws = np.random.default_rng(2).standard_normal((5, 7, n - 1))
+    logits = np.concatenate([spike[..., None], bulk_mean[:, None] + bulk_sd * expected_draws], axis=-1)
+    direct = at.softmax_entropy(logits)
+    monkeypatch.setattr("attnscale.entropy._BULK_BLOCK", 1000)  # three rows a block
+    blocked = at.spike_over_bulk_entropy(spike, bulk_mean, bulk_sd, n, np.random.default_rng(2))
+    np.testing.assert_array_equal(blocked, direct)
+    assert np.all((blocked >= 0) & (blocked <= np.log(n)))
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        ((0.0, 0.0, -1.0, 8), ValueError, "bulk_sd must be >= 0"),
+        ((0.0, np.nan, 1.0, 8), ValueError, "bulk_mean must be finite"),
+        ((0.0, 0.0, 1.0, 1), ValueError, "n must be >= 2"),
+        ((0.0, 0.0, 1.0, 8.0), TypeError, "n must be an integer"),
+        ((np.zeros(3), np.zeros(4), 1.0, 8), ValueError, "must broadcast together"),
+        (("a", 0.0, 1.0, 8), TypeError, "spike must be a real number"),
+    ],
+)
+def test_spike_over_bulk_refuses_bad_input(args, error, match):
+    with pytest.raises(error, match=match):
+        at.spike_over_bulk_entropy(*args, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="rng must be a numpy"):
+        at.spike_over_bulk_entropy(0.0, 0.0, 1.0, 8, 0)

@@ -21,6 +21,7 @@ from .entropy import (
     entropy_matching_scale,
     gaussian_meanfield_entropy,
     softmax_entropy,
+    spike_over_bulk_entropy,
 )
 from .exact import (
     ScoreLaw,
@@ -149,6 +150,7 @@ __all__ = [
     "softmax",
     "softmax_entropy",
     "softmax_jacobian",
+    "spike_over_bulk_entropy",
     "standard_scale",
     "train_at_best_rate",
     "train_attention",

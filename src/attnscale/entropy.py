@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate
+from .montecarlo import _count
 from .softmax import _prepare, _reduce_rows
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "entropy_matching_scale",
     "gaussian_meanfield_entropy",
     "softmax_entropy",
+    "spike_over_bulk_entropy",
 ]
 
 
@@ -153,3 +155,80 @@ def entropy_matching_scale(n, alpha_train, train_length=512):
     alpha_train = _validate.scale(alpha_train, "alpha_train")
     train_length = _validate.at_least(train_length, "train_length", 2.0)
     return np.sqrt(np.maximum(alpha_train**2 + 2.0 * np.log(n / train_length), 0.0))
+
+
+def spike_over_bulk_entropy(spike, bulk_mean, bulk_sd, n, rng):
+    r"""Entropy of a row made of one spike over a sampled Gaussian bulk of :math:`n - 1` logits.
+
+    A model of a trained retrieval row (chapter *Does the largest gradient
+    train fastest?*): the logit of the key the query is after, ``spike``,
+    stands above :math:`n - 1` distractor logits drawn i.i.d. from
+    :math:`\mathcal N(\mu_b, \sigma_b^2)`, and
+
+    .. math:: H = -\sum_{j=1}^{n} p_j \log p_j, \qquad
+              p = \operatorname{softmax}(z_1, \dots, z_n),\quad
+              z_1 = \text{spike},\ z_{j>1} = \mu_b + \sigma_b \xi_j .
+
+    Part III's i.i.d. row is the special case of a spike that is one more
+    draw of the bulk; with :math:`\sigma_b = 0` the entropy is that of one
+    logit over :math:`n - 1` equal ones.  Calibrated row by row on a measured
+    head (its target logit, the mean and spread of its other logits), the
+    model carries that head to other lengths :math:`n`.
+
+    Parameters
+    ----------
+    spike, bulk_mean, bulk_sd : array_like
+        Finite; ``bulk_sd >= 0``.  They broadcast together to the shape of
+        the rows (one value of each per row).
+    n : int
+        Keys per row, ``>= 2`` (the spike and ``n - 1`` bulk logits).
+    rng : numpy.random.Generator
+        Source of the bulk draws: the ``n - 1`` draws of each row, rows in
+        C order, exactly as one ``rng.standard_normal((*shape, n - 1))``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        The entropy of each row (nats), in :math:`[0, \log n]`, of the
+        broadcast shape.  Rows are drawn a block at a time, so memory stays
+        bounded for long rows; the result does not depend on the blocks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import spike_over_bulk_entropy
+    >>> h = spike_over_bulk_entropy(0.0, 0.0, 0.0, 8, np.random.default_rng(0))
+    >>> bool(np.isclose(h, np.log(8)))
+    True
+    """
+    spike = _validate.real_array(spike, "spike")
+    bulk_mean = _validate.real_array(bulk_mean, "bulk_mean")
+    bulk_sd = _validate.real_array(bulk_sd, "bulk_sd")
+    if np.any(bulk_sd < 0):
+        raise ValueError(f"bulk_sd must be >= 0, got {bulk_sd[bulk_sd < 0].flat[0]:g}")
+    n = _count(n, "n", 2)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    try:
+        shape = np.broadcast_shapes(spike.shape, bulk_mean.shape, bulk_sd.shape)
+    except ValueError:
+        raise ValueError(
+            f"spike, bulk_mean and bulk_sd must broadcast together, got shapes "
+            f"{spike.shape}, {bulk_mean.shape} and {bulk_sd.shape}"
+        ) from None
+    rows = int(np.prod(shape, dtype=np.int64))
+    flat = [np.broadcast_to(a, shape).reshape(rows) for a in (spike, bulk_mean, bulk_sd)]
+    out = np.empty(rows)
+    per_block = max(1, _BULK_BLOCK // n)
+    for start in range(0, rows, per_block):
+        block = slice(start, min(start + per_block, rows))
+        draws = rng.standard_normal((block.stop - block.start, n - 1))
+        logits = np.empty((draws.shape[0], n))
+        logits[:, 0] = flat[0][block]
+        logits[:, 1:] = flat[1][block, None] + flat[2][block, None] * draws
+        out[block] = softmax_entropy(logits)
+    return out.reshape(shape) if shape else float(out[0])
+
+
+#: Logits drawn at a time by :func:`spike_over_bulk_entropy`.
+_BULK_BLOCK = 1 << 20
