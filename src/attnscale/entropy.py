@@ -169,9 +169,9 @@ def spike_over_bulk_entropy(spike, bulk_mean, bulk_sd, n, rng):
               p = \operatorname{softmax}(z_1, \dots, z_n),\quad
               z_1 = \text{spike},\ z_{j>1} = \mu_b + \sigma_b \xi_j .
 
-    Part III's i.i.d. row is the special case of a spike that is one more
-    draw of the bulk; with :math:`\sigma_b = 0` the entropy is that of one
-    logit over :math:`n - 1` equal ones.  Calibrated row by row on a measured
+    Were the spike one more draw of the bulk, this would be Part III's i.i.d.
+    row; with :math:`\sigma_b = 0` it is one logit over :math:`n - 1` equal
+    ones.  Calibrated row by row on a measured
     head (its target logit, the mean and spread of its other logits), the
     model carries that head to other lengths :math:`n`.
 
