@@ -124,6 +124,18 @@ def test_logn_rule_and_learned_gain():
     np.testing.assert_allclose(a["entropy"], b["entropy"], rtol=1e-10)
 
 
+def test_learned_gain_per_model_equals_separate_runs():
+    # a head with a learned gain beside one without, in one call: each as if trained alone
+    both = at.train_attention(16, 8, [1.0, 1.0], replicas=2, steps=25, learn_gain=[False, True], seed=4)
+    plain = at.train_attention(16, 8, [1.0], replicas=2, steps=25, seed=4)
+    gained = at.train_attention(16, 8, [1.0], replicas=2, steps=25, learn_gain=True, seed=4)
+    for k, alone in enumerate((plain, gained)):
+        np.testing.assert_allclose(both.w_query[:, k], alone.w_query[:, 0], rtol=1e-12)
+        np.testing.assert_allclose(both.losses[:, k], alone.losses[:, 0], rtol=1e-12)
+        np.testing.assert_allclose(both.gain[:, k], alone.gain[:, 0], rtol=1e-12)
+    assert np.all(both.gain[:, 0] == 1.0) and np.all(both.gain[:, 1] != 1.0)
+
+
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_one_step_size_per_model_equals_separate_runs(optimizer):
     # a grid of (scale, step size) in one call: each model as if trained alone with its step size
@@ -281,6 +293,8 @@ def test_entropy_of_uniform_attention_is_log_n():
         (dict(seed=1.5), "seed", TypeError),
         (dict(length_rule="sqrt"), "length_rule", ValueError),
         (dict(learn_gain="yes"), "learn_gain", TypeError),
+        (dict(learn_gain=[True, False]), "learn_gain", TypeError),
+        (dict(learn_gain=[1]), "learn_gain", TypeError),
         (dict(query_noise=-0.1), "query_noise", ValueError),
     ],
 )

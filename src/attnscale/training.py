@@ -270,6 +270,15 @@ def _forward(w_query, w_key, logit_scale, keys, queries):
     return q, raw, z, p
 
 
+def _log_normalizer(p):
+    r""":math:`\log Z` of rows whose largest logit was shifted to 0: there :math:`p = 1/Z`.
+
+    The weights already hold :math:`Z`, so no second exponential is needed;
+    :math:`p_{\max} \ge 1/n` keeps the logarithm accurate.
+    """
+    return -np.log(p.max(axis=-1))
+
+
 def _softmax_vjp(p, upstream):
     r"""Vector-Jacobian product of softmax: :math:`J^\top g = p \odot (g - p\cdot g)` (per unit scale).
 
@@ -345,14 +354,24 @@ def attention_loss_and_gradients(
 
 
 def _loss_and_gradients(
-    w_query, w_key, scales, gain, length_factor, keys, queries, targets, loss, gradients=True
+    w_query,
+    w_key,
+    scales,
+    gain,
+    length_factor,
+    keys,
+    queries,
+    targets,
+    loss,
+    gradients=True,
+    gain_gradient=True,
 ):
     batch = keys.shape[1]
     logit_scale = gain * scales * length_factor  # (R, S)
     q, raw, z, p = _forward(w_query, w_key, logit_scale, keys, queries)
     index = np.broadcast_to(targets[:, :, None, None], (*p.shape[:3], 1))
     if loss == "ce":
-        log_z = np.log(np.sum(np.exp(z), axis=-1))  # z <= 0 with max 0: no overflow
+        log_z = _log_normalizer(p)
         value = np.mean(log_z - np.take_along_axis(z, index, axis=-1)[..., 0], axis=1)
     else:
         m = keys.shape[-1]
@@ -369,7 +388,10 @@ def _loss_and_gradients(
         upstream /= m  # dL/dp_j = x_j . (o - x_t) / m
         dz = _softmax_vjp(p, upstream)
     dz /= batch
-    d_gain = np.einsum("rbsn,rbsn->rs", dz, raw) * scales * length_factor
+    if gain_gradient:
+        d_gain = np.einsum("rbsn,rbsn->rs", dz, raw) * scales * length_factor
+    else:  # a fixed gain: the pass over every weight is not needed
+        d_gain = np.zeros(logit_scale.shape)
     dz *= logit_scale[:, None, :, None]  # now dL/draw
     du = dz @ keys  # (R, B, S, m)
     d_key = np.einsum("rbsd,rbsm->rsdm", q, du)
@@ -431,8 +453,10 @@ def train_attention(
     length_rule : {"fixed", "logn"}
         :math:`\mu(n) = 1` or :math:`\log n/\log L` (equal to 1 in training;
         kept with the result for evaluation at other lengths).
-    learn_gain : bool, optional
-        Learn the gain :math:`g` (scalable softmax when ``length_rule="logn"``).
+    learn_gain : bool or sequence of bool, optional
+        Learn the gain :math:`g` (scalable softmax when ``length_rule="logn"``),
+        for every model or one flag per multiplier (so that a head with a
+        learned gain and one without share their data in one call).
     query_noise : float, optional
         See :func:`retrieval_batch`.
 
@@ -451,7 +475,11 @@ def train_attention(
         raise ValueError(f"multipliers must be > 0, got {multipliers[multipliers <= 0][0]:g}")
     if isinstance(optimizer, str):
         optimizer = [optimizer] * multipliers.size
-    if not isinstance(optimizer, list | tuple) or len(optimizer) != multipliers.size:
+    if not isinstance(optimizer, list | tuple):
+        raise TypeError(
+            f"optimizer must be one of {OPTIMIZERS} or a sequence of them, got {type(optimizer).__name__}"
+        )
+    if len(optimizer) != multipliers.size:
         raise ValueError(
             f"optimizer must be one of {OPTIMIZERS} or a sequence of them, one per multiplier "
             f"({multipliers.size}), got {optimizer!r}"
@@ -469,8 +497,16 @@ def train_attention(
         raise ValueError(f"learning_rate must be > 0, got {learning_rate[~(learning_rate > 0)][0]:g}")
     loss = _choice(loss, "loss", LOSSES)
     length_rule = _choice(length_rule, "length_rule", ("fixed", "logn"))
-    if not isinstance(learn_gain, (bool, np.bool_)):
-        raise TypeError(f"learn_gain must be a bool, got {type(learn_gain).__name__}")
+    if isinstance(learn_gain, (bool, np.bool_)):
+        learn_gain = [bool(learn_gain)] * multipliers.size
+    if not isinstance(learn_gain, list | tuple) or len(learn_gain) != multipliers.size:
+        raise TypeError(
+            f"learn_gain must be a bool or a sequence of them, one per multiplier ({multipliers.size}), "
+            f"got {learn_gain!r}"
+        )
+    if not all(isinstance(flag, (bool, np.bool_)) for flag in learn_gain):
+        raise TypeError(f"learn_gain must hold bools, got {learn_gain!r}")
+    learns = np.array(learn_gain, dtype=bool)
     query_noise = _nonnegative(query_noise, "query_noise")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
@@ -489,12 +525,20 @@ def train_attention(
     for step in range(steps):
         keys, queries, targets = retrieval_batch(replicas, batch, n, m, rng, query_noise)
         value, grads, _ = _loss_and_gradients(
-            params[0], params[1], scales, params[2], 1.0, keys, queries, targets, loss
+            params[0],
+            params[1],
+            scales,
+            params[2],
+            1.0,
+            keys,
+            queries,
+            targets,
+            loss,
+            gain_gradient=learns.any(),
         )
         losses[:, :, step] = value
         grads = list(grads)
-        if not learn_gain:
-            grads[2] = np.zeros_like(grads[2])
+        grads[2] = np.where(learns, grads[2], 0.0)
         for k in range(3):
             per_model = (1, n_scales) + (1,) * (grads[k].ndim - 2)
             step_size = learning_rate.reshape(per_model)
@@ -583,8 +627,7 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
             gradients=False,
         )
         p_t = np.take_along_axis(p, index, axis=-1)[..., 0]  # (R, B, S)
-        log_z = np.log(np.sum(np.exp(z), axis=-1))
-        entropy = log_z - np.sum(p * z, axis=-1)
+        entropy = _log_normalizer(p) - np.sum(p * z, axis=-1)
         totals["loss"] = totals["loss"] + value * size
         totals["accuracy"] = totals["accuracy"] + np.sum(p_t > 0.5, axis=1)
         totals["entropy"] = totals["entropy"] + np.sum(entropy, axis=1)
