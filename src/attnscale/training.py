@@ -279,12 +279,13 @@ def _log_normalizer(p):
     return -np.log(p.max(axis=-1))
 
 
-def _softmax_vjp(p, upstream):
+def _softmax_vjp(p, upstream, mean=None):
     r"""Vector-Jacobian product of softmax: :math:`J^\top g = p \odot (g - p\cdot g)` (per unit scale).
 
-    Overwrites ``upstream`` (a temporary of the caller) with the result.
+    Overwrites ``upstream`` (a temporary of the caller) with the result;
+    ``mean``, if given, is :math:`p\cdot g` computed by the caller.
     """
-    upstream -= np.sum(p * upstream, axis=-1, keepdims=True)
+    upstream -= np.sum(p * upstream, axis=-1, keepdims=True) if mean is None else mean
     upstream *= p
     return upstream
 
@@ -376,18 +377,22 @@ def _loss_and_gradients(
     else:
         m = keys.shape[-1]
         target_value = np.take_along_axis(keys, targets[..., None, None], axis=2)  # (R, B, 1, m)
-        err = p @ keys - target_value  # output minus target, (R, B, S, m)
+        output = p @ keys  # (R, B, S, m)
+        err = output - target_value
         value = np.mean(0.5 * np.sum(err**2, axis=-1) / m, axis=1)
     if not gradients:  # evaluation: the backward products cost as much as the forward ones
         return value, None, (p, z, index)
     if loss == "ce":
         dz = p.copy()
         np.put_along_axis(dz, index, np.take_along_axis(p, index, axis=-1) - 1.0, axis=-1)
+        dz /= batch
     else:
-        upstream = err @ np.swapaxes(keys, -1, -2)
-        upstream /= m  # dL/dp_j = x_j . (o - x_t) / m
-        dz = _softmax_vjp(p, upstream)
-    dz /= batch
+        # dL/dp_j = x_j . g with g = (o - x_t) / (m B) for the batch mean: the
+        # factors go on the small error, not on every weight, and p . dL/dp,
+        # the sum over keys in the Jacobian's product, is o . g
+        g = err / (m * batch)
+        dz = g @ np.swapaxes(keys, -1, -2)
+        dz = _softmax_vjp(p, dz, np.sum(output * g, axis=-1, keepdims=True))
     if gain_gradient:
         d_gain = np.einsum("rbsn,rbsn->rs", dz, raw) * scales * length_factor
     else:  # a fixed gain: the pass over every weight is not needed
