@@ -342,3 +342,13 @@ def test_other_functions_refuse_bad_input():
         at.evaluate_attention(result, 1)
     with pytest.raises(TypeError, match="queries"):
         at.evaluate_attention(result, 8, queries=2.0)
+
+
+def test_initial_weights_are_drawn_first_from_the_seed():
+    # the training chapter rebuilds its untrained control this way: the same heads before training
+    result = at.train_attention(
+        16, 8, [1.0, 2.0], replicas=2, steps=1, optimizer="sgd", learning_rate=1e-300, seed=9
+    )
+    w_query, w_key = at.init_projections(2, 8, 16, np.random.default_rng(9))
+    for trained, initial in ((result.w_query, w_query), (result.w_key, w_key)):
+        np.testing.assert_array_equal(trained, np.repeat(initial, 2, axis=1))  # a step of 1e-300 leaves them
