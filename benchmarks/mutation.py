@@ -589,14 +589,14 @@ CLAIM_MUTANTS = [
     ),
     (
         "training",
-        "predicted_16 = at.expected_entropy(alpha_entropy, int(eval_lengths[-1]))",
-        'predicted_16 = transfer[("fixed", int(eval_lengths[-1]))]["entropy"][:, 0]',
+        "    predicted = at.expected_entropy(alpha, int(eval_lengths[-1])) - h_L",
+        "    predicted = h_16 - h_L",
         "Part III's prediction replaced by the measurement it is compared with",
     ),
     (
         "training",
-        '        log_ratio(e, markers[key[1]]["sqrt(2 log n)"], 1.0)\n',
-        '        log_ratio(e, 1.0, markers[key[1]]["sqrt(2 log n)"])\n',
+        '    lambda n: markers[n]["sqrt(2 log n)"], lambda n: 1.0\n',
+        '    lambda n: 1.0, lambda n: markers[n]["sqrt(2 log n)"]\n',
         "tuned, sqrt(2 log n) trains better than c = 1 (ratio inverted)",
     ),
     (
@@ -610,6 +610,98 @@ CLAIM_MUTANTS = [
         "    -slope_at(1.0),",
         "    -slope_at(1 / 8),",
         "Su's 0.24 is the slope at the standard scale",
+    ),
+    # --- data mutants: the data a check is computed from is changed upstream,
+    # not the value it compares
+    (
+        "training",
+        "w0_query, w0_key = at.init_projections(reps, 16, 16, np.random.default_rng(64))",
+        "w0_query, w0_key = heads.w_query[:, :1], heads.w_key[:, :1]",
+        "data: the 'untrained' control is the trained head",
+    ),
+    (
+        "training",
+        "    return target, bulk.mean(axis=-1), bulk.std(axis=-1)",
+        "    return target, bulk.mean(axis=-1), bulk.std(axis=-1) / 2",
+        "data: the spike-over-bulk model with half the bulk's spread",
+    ),
+    (
+        "training",
+        "    target = np.take_along_axis(logits_L, kq[2][..., None], axis=-1)[..., 0]",
+        "    target = np.take_along_axis(logits_L, (kq[2][..., None] + 1) % L, axis=-1)[..., 0]",
+        "data: the model's spike read off a distractor, not the target",
+    ),
+    (
+        "training",
+        "    p = at.softmax(raw, lam1)",
+        "    p = at.softmax(raw, 1.0)",
+        "data: the explicit Jacobian route's weights at the wrong scale",
+    ),
+    (
+        "training",
+        "wq0, wk0 = at.init_projections(400, d0, m0, rng0)\n",
+        "wq0, wk0 = at.init_projections(400, d0, m0, rng0)\nwq0 = wq0 / np.sqrt(2)\n",
+        "data: queries initialized with half the variance",
+    ),
+    (
+        "training",
+        '    "log n (beyond L)": lambda n: max(1.0, np.log(n) / np.log(L)),',
+        '    "log n (beyond L)": lambda n: 1.0,',
+        "data: the log n rule not applied at evaluation",
+    ),
+    (
+        "entropy-invariance",
+        "rows = rng.normal(size=(500, 20)) * 3\n",
+        "rows = rng.normal(size=(500, 20)) * 0.3\n",
+        "data: entropy test rows without nearly one-hot ones",
+    ),
+    (
+        "entropy-invariance",
+        "rows = at.sample_gaussian_scores(n_rows, n_keys, rng)\n",
+        "rows = 1.1 * at.sample_gaussian_scores(n_rows, n_keys, rng)\n",
+        "data: Monte Carlo rows with standard deviation 1.1",
+    ),
+    (
+        "entropy-invariance",
+        'regimes = {"high": 1.0, "freeze": 3.0}',
+        'regimes = {"high": 1.0, "freeze": 1.5}',
+        "data: the 'near freezing' regime far from freezing",
+    ),
+    (
+        "entropy-invariance",
+        "    rows = at.sample_gaussian_scores(400, int(m), rng)\n",
+        "    rows = at.sample_gaussian_scores(400, int(m) // 2, rng)\n",
+        "data: rows at alpha* sampled with half the keys",
+    ),
+    (
+        "softmax-vs-relu2",
+        'regimes = {"focused": -1.0, "diffuse": 0.0}',
+        'regimes = {"focused": -2.5, "diffuse": 0.0}',
+        "data: focused rows so sharp that n_x passes 8192",
+    ),
+    (
+        "softmax-vs-relu2",
+        "        return -0.1 * distance + 0.5 * rng.standard_normal(n)",
+        "        return -0.1 * distance + 0.7 * rng.standard_normal(n)",
+        "data: decaying row with more noise than the exact sum assumes",
+    ),
+    (
+        "softmax-vs-relu2",
+        "    relevant = np.maximum(signal + rng.standard_normal(10**6), 0) ** 2",
+        "    relevant = np.maximum(signal + 0.5 * rng.standard_normal(10**6), 0) ** 2",
+        "data: the floor's sampled relevant keys with half the spread",
+    ),
+    (
+        "softmax-vs-relu2",
+        "2000, L_train, rng_seed, signal=signal, distractor_mean=mu0",
+        "2000, L_train, rng_seed, signal=signal + 0.5, distractor_mean=mu0",
+        "data: the training rows' relevant key 0.5 stronger than the exact model",
+    ),
+    (
+        "softmax-vs-relu2",
+        "biased = lambda x: np.maximum(x + 1, 0) ** 2  # noqa: E731",
+        "biased = lambda x: np.maximum(x, 0) ** 2  # noqa: E731",
+        "data: the 'biased' relu^2 without its bias",
     ),
 ]
 
