@@ -258,6 +258,27 @@ def test_stacked_models_see_the_same_evaluation_keys():
         np.testing.assert_allclose(together["entropy"][:, k], alone["entropy"][:, 0], rtol=1e-12)
 
 
+def test_models_evaluated_in_blocks_see_the_keys_of_one_model(monkeypatch):
+    # many models: the weights are held a block of models at a time, and the keys drawn do not change
+    result = at.train_attention(16, 4, np.linspace(0.5, 3.0, 7), replicas=2, steps=3, seed=2)
+    whole = at.evaluate_attention(result, 64, queries=40, seed=5)
+    monkeypatch.setattr("attnscale.training._EVAL_WEIGHTS", 2 * 64 * 40 * 2)  # two models a block
+    blocked = at.evaluate_attention(result, 64, queries=40, seed=5)
+    one = at.TrainingResult(
+        **{
+            **result.__dict__,
+            "scales": result.scales[4:5],
+            "w_query": result.w_query[:, 4:5],
+            "w_key": result.w_key[:, 4:5],
+            "gain": result.gain[:, 4:5],
+        }
+    )
+    alone = at.evaluate_attention(one, 64, queries=40, seed=5)
+    for key in whole:
+        np.testing.assert_allclose(blocked[key], whole[key], rtol=1e-12)
+        np.testing.assert_allclose(alone[key][:, 0], whole[key][:, 4], rtol=1e-12)
+
+
 def test_entropy_of_uniform_attention_is_log_n():
     # a zero scale gives uniform rows: entropy log n, target weight 1/n
     result = at.train_attention(8, 4, [1.0], replicas=1, steps=1, learning_rate=1e-12)

@@ -69,6 +69,8 @@ __all__ = [
 ]
 
 OPTIMIZERS = ("sgd", "adam")
+#: Numbers of evaluation keys, and of attention weights, held at a time.
+_EVAL_KEYS, _EVAL_WEIGHTS = 2**22, 2**24
 LOSSES = ("ce", "readout")
 
 
@@ -609,34 +611,38 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
     mu = np.log(n) / np.log(result.train_length) if result.length_rule == "logn" else 1.0
     rng = np.random.default_rng(seed)
     m = result.w_query.shape[-1]
-    # Chunks bound the memory of the keys (2**22 numbers) and of the weights
-    # (2**24); the keys' bound alone sets them for a few models, so stacking
-    # evaluation-time rules as models draws the same keys as one model does.
-    chunk = max(1, min(queries, 2**22 // (n * m * replicas), 2**24 // (n * n_scales * replicas)))
-    totals = {"loss": 0.0, "accuracy": 0.0, "entropy": 0.0, "target_weight": 0.0}
+    # Chunks of queries bound the memory of the keys (2**22 numbers); blocks
+    # of models within a chunk bound that of the weights (2**24).  The keys
+    # drawn depend on neither the number of models nor their blocks, so models
+    # evaluated side by side see the same keys as each one alone.
+    chunk = max(1, min(queries, _EVAL_KEYS // (n * m * replicas)))
+    block = max(1, _EVAL_WEIGHTS // (n * chunk * replicas))
+    gain = result.gain * multiplier
+    totals = {key: np.zeros((replicas, n_scales)) for key in ("loss", "accuracy", "entropy", "target_weight")}
     done = 0
     while done < queries:
         size = min(chunk, queries - done)
         keys, q_in, targets = retrieval_batch(replicas, size, n, m, rng, query_noise)
-        gain = result.gain * multiplier
-        value, _, (p, z, index) = _loss_and_gradients(
-            result.w_query,
-            result.w_key,
-            result.scales,
-            gain,
-            mu,
-            keys,
-            q_in,
-            targets,
-            result.loss,
-            gradients=False,
-        )
-        p_t = np.take_along_axis(p, index, axis=-1)[..., 0]  # (R, B, S)
-        entropy = _log_normalizer(p) - np.sum(p * z, axis=-1)
-        totals["loss"] = totals["loss"] + value * size
-        totals["accuracy"] = totals["accuracy"] + np.sum(p_t > 0.5, axis=1)
-        totals["entropy"] = totals["entropy"] + np.sum(entropy, axis=1)
-        totals["target_weight"] = totals["target_weight"] + np.sum(p_t, axis=1)
+        for start in range(0, n_scales, block):
+            models = slice(start, start + block)
+            value, _, (p, z, index) = _loss_and_gradients(
+                result.w_query[:, models],
+                result.w_key[:, models],
+                result.scales[models],
+                gain[:, models],
+                mu,
+                keys,
+                q_in,
+                targets,
+                result.loss,
+                gradients=False,
+            )
+            p_t = np.take_along_axis(p, index, axis=-1)[..., 0]  # (R, B, S)
+            entropy = _log_normalizer(p) - np.sum(p * z, axis=-1)
+            totals["loss"][:, models] += value * size
+            totals["accuracy"][:, models] += np.sum(p_t > 0.5, axis=1)
+            totals["entropy"][:, models] += np.sum(entropy, axis=1)
+            totals["target_weight"][:, models] += np.sum(p_t, axis=1)
         done += size
     return {key: np.asarray(value) / queries for key, value in totals.items()}
 
