@@ -216,12 +216,38 @@ def test_train_at_best_rate_keeps_the_best_rate_and_reports_fresh_seeds():
     np.testing.assert_array_equal(tuned.result.losses, again.losses)  # the reported runs: fresh seed 6
 
 
+def test_train_at_best_rate_with_an_optimizer_and_a_grid_per_multiplier_equals_separate_calls():
+    # SGD and Adam multipliers searched in one call, each over its own grid: as if searched apart
+    common = dict(replicas=2, steps=15, batch=4, loss="readout", search_seed=3, seed=4, queries=32)
+    mult = np.array([0.5, 2.0])
+    grids = {"sgd": np.array([0.1, 0.4, 1.6]), "adam": np.array([0.003, 0.03])}
+    both = at.train_at_best_rate(
+        16,
+        4,
+        np.concatenate([mult, mult]),
+        [grids["sgd"]] * 2 + [grids["adam"]] * 2,
+        optimizer=["sgd"] * 2 + ["adam"] * 2,
+        **common,
+    )
+    assert both.search_loss.shape == (2, 4, 3) and np.all(np.isnan(both.search_loss[:, 2:, 2]))
+    for k, opt in enumerate(grids):
+        apart = at.train_at_best_rate(16, 4, mult, grids[opt], optimizer=opt, **common)
+        models = slice(2 * k, 2 * k + 2)
+        np.testing.assert_array_equal(both.rates[models], apart.rates)
+        np.testing.assert_array_equal(both.at_edge[models], apart.at_edge)
+        size = grids[opt].size
+        np.testing.assert_allclose(both.search_loss[:, models, :size], apart.search_loss, rtol=1e-12)
+        np.testing.assert_allclose(both.result.w_query[:, models], apart.result.w_query, rtol=1e-10)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "name", "error"),
     [
         (dict(rates=[]), "rates", ValueError),
         (dict(rates=[0.1, 0.0]), "rates", ValueError),
-        (dict(rates=[[0.1]]), "rates", ValueError),
+        (dict(rates=[[0.1], [0.2]]), "rates", ValueError),
+        (dict(rates=[[[0.1]]]), "rates", ValueError),
+        (dict(rates=[[0.1, -1.0]]), "rates", ValueError),
         (dict(rates="fast"), "rates", TypeError),
         (dict(queries=0), "queries", ValueError),
         (dict(learning_rate=0.1), "learning_rate", TypeError),

@@ -662,8 +662,11 @@ def train_at_best_rate(n, d, multipliers, rates, *, search_seed=0, seed=1, queri
     ----------
     n, d, multipliers
         As for :func:`train_attention`.
-    rates : array_like
-        One-dimensional, finite, ``> 0``: the learning rates to search.
+    rates : array_like or sequence of array_like
+        Finite, ``> 0``: one grid of learning rates for every multiplier
+        (one-dimensional), or one grid per multiplier (a sequence of
+        one-dimensional grids, which may differ in length), e.g. when the
+        multipliers are trained with different optimizers.
     search_seed, seed : int, optional
         Seeds of the search runs and of the reported runs (distinct seeds
         give independent runs).
@@ -672,33 +675,64 @@ def train_at_best_rate(n, d, multipliers, rates, *, search_seed=0, seed=1, queri
     **training
         Passed to :func:`train_attention` (``replicas``, ``steps``,
         ``batch``, ``optimizer``, ``loss``, ...); not ``learning_rate``.
+        An ``optimizer`` or ``learn_gain`` given per multiplier applies to
+        every rate of that multiplier's grid.
 
     Returns
     -------
     TunedTraining
+        With ``search_loss`` of shape ``(replicas, scales, longest grid)``,
+        NaN past the end of a shorter grid.
     """
     if "learning_rate" in training:
         raise TypeError("train_at_best_rate searches the learning rate; give rates, not learning_rate")
     multipliers = _validate.real_array(multipliers, "multipliers")
-    rates = _validate.real_array(rates, "rates")
-    if rates.ndim != 1 or rates.size == 0:
-        raise ValueError(f"rates must be a non-empty one-dimensional array, got shape {rates.shape}")
-    if np.any(rates <= 0):
-        raise ValueError(f"rates must be > 0, got {rates[rates <= 0][0]:g}")
-    queries = _count(queries, "queries")
     if multipliers.ndim != 1:  # train_attention names the problem; keep the grid well formed first
         raise ValueError(f"multipliers must be one-dimensional, got shape {multipliers.shape}")
-    c_grid, rate_grid = np.meshgrid(multipliers, rates, indexing="ij")  # (scales, rates)
+    grids = _rate_grids(rates, multipliers.size)
+    queries = _count(queries, "queries")
+    sizes = np.array([grid.size for grid in grids])
+    owner = np.repeat(np.arange(multipliers.size), sizes)  # the multiplier of each search model
+    search_training = dict(training)
+    for key in ("optimizer", "learn_gain"):  # one per multiplier -> one per search model
+        value = training.get(key)
+        if isinstance(value, list | tuple) and len(value) == multipliers.size:
+            search_training[key] = [value[k] for k in owner]
     search = train_attention(
-        n, d, c_grid.ravel(), learning_rate=rate_grid.ravel(), seed=search_seed, **training
+        n,
+        d,
+        multipliers[owner],
+        learning_rate=np.concatenate(grids),
+        seed=search_seed,
+        **search_training,
     )
-    loss = evaluate_attention(search, n, queries=queries)["loss"]
-    loss = loss.reshape(loss.shape[0], *c_grid.shape)
-    pick = np.argmin(loss.mean(axis=0), axis=1)  # the best rate for each multiplier
-    fresh = train_attention(n, d, multipliers, learning_rate=rates[pick], seed=seed, **training)
+    flat = evaluate_attention(search, n, queries=queries)["loss"]
+    loss = np.full((flat.shape[0], multipliers.size, sizes.max()), np.nan)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    for k, (start, size) in enumerate(zip(starts, sizes, strict=True)):
+        loss[:, k, :size] = flat[:, start : start + size]
+    pick = np.array([np.argmin(loss[:, k, :size].mean(axis=0)) for k, size in enumerate(sizes)])
+    chosen = np.array([grid[i] for grid, i in zip(grids, pick, strict=True)])
+    fresh = train_attention(n, d, multipliers, learning_rate=chosen, seed=seed, **training)
     return TunedTraining(
         result=fresh,
-        rates=rates[pick],
-        at_edge=(pick == 0) | (pick == rates.size - 1),
+        rates=chosen,
+        at_edge=(pick == 0) | (pick == sizes - 1),
         search_loss=loss,
     )
+
+
+def _rate_grids(rates, count):
+    """One validated grid of learning rates for each of ``count`` multipliers."""
+    if isinstance(rates, list | tuple) and rates and all(np.ndim(grid) == 1 for grid in rates):
+        if len(rates) != count:
+            raise ValueError(f"rates must hold one grid per multiplier ({count}), got {len(rates)}")
+        grids = [_validate.real_array(grid, "rates") for grid in rates]
+    else:
+        grids = [_validate.real_array(rates, "rates")] * count
+    for grid in grids:
+        if grid.ndim != 1 or grid.size == 0:
+            raise ValueError(f"rates must be a non-empty one-dimensional array, got shape {grid.shape}")
+        if np.any(grid <= 0):
+            raise ValueError(f"rates must be > 0, got {grid[grid <= 0][0]:g}")
+    return grids
