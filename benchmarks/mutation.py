@@ -583,8 +583,8 @@ CLAIM_MUTANTS = [
     ),
     (
         "training",
-        "            rates,\n            replicas=tune_seeds,\n",
-        '            np.array([0.5 if opt == "sgd" else 0.01]),\n            replicas=tune_seeds,\n',
+        "        [rates for rates in tune_rates.values() for _ in mult],\n",
+        '        [np.array([0.5 if opt == "sgd" else 0.01]) for opt in tune_rates for _ in mult],\n',
         "the 'tuned' runs use the sweep's one rate (tuning not done)",
     ),
     (
@@ -601,8 +601,8 @@ CLAIM_MUTANTS = [
     ),
     (
         "training",
-        'r_all = np.concatenate([tuned[("sgd", n)]["rate"] for n in tune_lengths])',
-        'r_all = np.concatenate([tuned[("adam", n)]["rate"] for n in tune_lengths])',
+        'rate_slope = chosen_rate_slope("sgd")',
+        'rate_slope = chosen_rate_slope("adam")',
         "SGD's chosen rates behave like Adam's (hardly move with the scale)",
     ),
     (
