@@ -305,6 +305,18 @@ def test_models_evaluated_in_blocks_see_the_keys_of_one_model(monkeypatch):
         np.testing.assert_allclose(alone[key][:, 0], whole[key][:, 4], rtol=1e-12)
 
 
+def test_a_measure_alone_equals_the_same_measure_with_the_others():
+    result = at.train_attention(16, 4, [0.5, 2.0], replicas=2, steps=3, seed=6)
+    every = at.evaluate_attention(result, 40, queries=30, seed=2)
+    for name in every:
+        alone = at.evaluate_attention(result, 40, queries=30, seed=2, measures=(name,))
+        assert list(alone) == [name]
+        np.testing.assert_array_equal(alone[name], every[name])
+    for bad, error in (("loss", TypeError), ((), ValueError), (("perplexity",), ValueError)):
+        with pytest.raises(error, match="measures"):
+            at.evaluate_attention(result, 40, queries=30, measures=bad)
+
+
 def test_entropy_of_uniform_attention_is_log_n():
     # a zero scale gives uniform rows: entropy log n, target weight 1/n
     result = at.train_attention(8, 4, [1.0], replicas=1, steps=1, learning_rate=1e-12)

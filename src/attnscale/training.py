@@ -260,16 +260,21 @@ def attention_scores(w_query, w_key, keys, queries):
     return u @ np.swapaxes(keys, -1, -2)
 
 
-def _forward(w_query, w_key, logit_scale, keys, queries):
-    """Raw scores r (R, B, S, n), logits z, weights p, and the intermediates."""
+def _forward(w_query, w_key, logit_scale, keys, queries, keep=True):
+    """Raw scores r (R, B, S, n), logits z, weights p, and the intermediates.
+
+    With ``keep=False`` the raw scores and the logits are not returned (None)
+    and their memory becomes the weights': the same operations, in place.
+    """
     q = np.einsum("rsdm,rbm->rbsd", w_query, queries)
     u = np.einsum("rsdm,rbsd->rbsm", w_key, q)  # W_K^T q, so that r_j = u . x_j
     raw = u @ np.swapaxes(keys, -1, -2)  # (R, B, S, n)
-    z = logit_scale[:, None, :, None] * raw
+    scale = logit_scale[:, None, :, None]
+    z = scale * raw if keep else np.multiply(raw, scale, out=raw)
     z -= z.max(axis=-1, keepdims=True)  # in place: the same operations, fewer large temporaries
-    p = np.exp(z)
+    p = np.exp(z) if keep else np.exp(z, out=z)
     p /= p.sum(axis=-1, keepdims=True)
-    return q, raw, z, p
+    return (q, raw, z, p) if keep else (q, None, None, p)
 
 
 def _log_normalizer(p):
@@ -371,7 +376,10 @@ def _loss_and_gradients(
 ):
     batch = keys.shape[1]
     logit_scale = gain * scales * length_factor  # (R, S)
-    q, raw, z, p = _forward(w_query, w_key, logit_scale, keys, queries)
+    # the raw scores feed the gain's gradient, the logits the cross-entropy
+    # and the evaluation's entropy; otherwise the weights reuse their memory
+    keep = loss == "ce" or not gradients or gain_gradient
+    q, raw, z, p = _forward(w_query, w_key, logit_scale, keys, queries, keep)
     index = np.broadcast_to(targets[:, :, None, None], (*p.shape[:3], 1))
     if loss == "ce":
         log_z = _log_normalizer(p)
@@ -570,7 +578,10 @@ def train_attention(
     )
 
 
-def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_noise=0.0):
+MEASURES = ("loss", "accuracy", "entropy", "target_weight")
+
+
+def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_noise=0.0, measures=MEASURES):
     r"""Loss, retrieval accuracy and attention entropy of trained models at length ``n``.
 
     The logits are :math:`z = g\,\lambda\,\mu(n)\,\nu\,r` with the result's
@@ -590,6 +601,10 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
         Evaluation queries per replica, ``>= 1``.
     seed : int, optional
         Seeds the evaluation data.
+    measures : sequence of str, optional
+        Which of the measures below to compute (all by default); the data
+        drawn do not depend on it, so a measure is the same whether computed
+        alone or with the others.
 
     Returns
     -------
@@ -606,6 +621,10 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
     query_noise = _nonnegative(query_noise, "query_noise")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(measures, str) or not all(isinstance(name, str) for name in measures):
+        raise TypeError(f"measures must be a sequence of names from {MEASURES}, got {measures!r}")
+    if not measures or any(name not in MEASURES for name in measures):
+        raise ValueError(f"measures must be a non-empty sequence of names from {MEASURES}, got {measures!r}")
     replicas, n_scales = result.gain.shape
     multiplier = np.broadcast_to(multiplier, (replicas, n_scales))
     mu = np.log(n) / np.log(result.train_length) if result.length_rule == "logn" else 1.0
@@ -618,7 +637,7 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
     chunk = max(1, min(queries, _EVAL_KEYS // (n * m * replicas)))
     block = max(1, _EVAL_WEIGHTS // (n * chunk * replicas))
     gain = result.gain * multiplier
-    totals = {key: np.zeros((replicas, n_scales)) for key in ("loss", "accuracy", "entropy", "target_weight")}
+    totals = {key: np.zeros((replicas, n_scales)) for key in MEASURES if key in measures}
     done = 0
     while done < queries:
         size = min(chunk, queries - done)
@@ -637,12 +656,17 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
                 result.loss,
                 gradients=False,
             )
-            p_t = np.take_along_axis(p, index, axis=-1)[..., 0]  # (R, B, S)
-            entropy = _log_normalizer(p) - np.sum(p * z, axis=-1)
-            totals["loss"][:, models] += value * size
-            totals["accuracy"][:, models] += np.sum(p_t > 0.5, axis=1)
-            totals["entropy"][:, models] += np.sum(entropy, axis=1)
-            totals["target_weight"][:, models] += np.sum(p_t, axis=1)
+            if "loss" in totals:
+                totals["loss"][:, models] += value * size
+            if "entropy" in totals:
+                entropy = _log_normalizer(p) - np.sum(p * z, axis=-1)
+                totals["entropy"][:, models] += np.sum(entropy, axis=1)
+            if "accuracy" in totals or "target_weight" in totals:
+                p_t = np.take_along_axis(p, index, axis=-1)[..., 0]  # (R, B, S)
+                if "accuracy" in totals:
+                    totals["accuracy"][:, models] += np.sum(p_t > 0.5, axis=1)
+                if "target_weight" in totals:
+                    totals["target_weight"][:, models] += np.sum(p_t, axis=1)
         done += size
     return {key: np.asarray(value) / queries for key, value in totals.items()}
 
@@ -706,7 +730,7 @@ def train_at_best_rate(n, d, multipliers, rates, *, search_seed=0, seed=1, queri
         seed=search_seed,
         **search_training,
     )
-    flat = evaluate_attention(search, n, queries=queries)["loss"]
+    flat = evaluate_attention(search, n, queries=queries, measures=("loss",))["loss"]
     loss = np.full((flat.shape[0], multipliers.size, sizes.max()), np.nan)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     for k, (start, size) in enumerate(zip(starts, sizes, strict=True)):
