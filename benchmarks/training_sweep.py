@@ -31,7 +31,6 @@ import argparse
 import time
 
 import numpy as np
-from scipy import stats
 
 import attnscale as at
 
@@ -49,14 +48,12 @@ TUNE_RATES = {"sgd": 2.0 ** np.arange(-4, 4), "adam": 2.0 ** np.arange(-8, -2)}
 
 def tuned_sweep(lengths, seeds, steps):
     """The learning rate tuned per scale; ratios as exp(mean log ratio) with 95% intervals."""
-    t_crit = stats.t.ppf(0.975, seeds - 1)
     print(f"tuned rates: {seeds} seeds (search) + {seeds} fresh seeds (reported), {steps} steps, batch 8")
     print(f"{'optimizer':>9} {'d':>3} {'n':>5} {'loss(1)/loss(alpha*)':>24} {'loss(8)/loss(1)':>20}  rates")
 
     def ratio(a, b):
-        x = np.log(a / b)
-        half = t_crit * x.std(ddof=1) / np.sqrt(x.size)
-        return f"{np.exp(x.mean()):6.3f} [{np.exp(x.mean() - half):.3f}, {np.exp(x.mean() + half):.3f}]"
+        mean, half = at.seed_interval(np.log(a / b))  # paired by seed
+        return f"{np.exp(mean):6.3f} [{np.exp(mean - half):.3f}, {np.exp(mean + half):.3f}]"
 
     for optimizer, rates in TUNE_RATES.items():
         for d in (16, 64):
@@ -102,7 +99,6 @@ def main(argv=None):
         tuned_sweep(lengths, seeds, steps)
         print(f"total {time.perf_counter() - started:.0f} s")
         return
-    t_crit = stats.t.ppf(0.975, seeds - 1)
     print(f"{seeds} seeds, {steps} steps, batch 8, m = 16; loss after the budget, mean ± 95% interval")
     head = f"{'optimizer':>9} {'loss':>7} {'d':>3} {'n':>5} {'best c':>7} "
     head += " ".join(f"{name:>17}" for name in ("c = 1", "alpha*", "sqrt(2 log n)", "best"))
@@ -126,8 +122,7 @@ def main(argv=None):
                     seed=1000 + k,
                 )
                 final = at.evaluate_attention(result, n, queries=256, seed=7)["loss"]
-                mean = final.mean(axis=0)
-                half = t_crit * final.std(axis=0, ddof=1) / np.sqrt(seeds)
+                mean, half = at.seed_interval(final)
                 best = int(np.argmin(mean))
                 cells = []
                 for value in (1.0, star, freeze, mult[best]):

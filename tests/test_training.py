@@ -124,6 +124,18 @@ def test_logn_rule_and_learned_gain():
     np.testing.assert_allclose(a["entropy"], b["entropy"], rtol=1e-10)
 
 
+def test_learned_gain_per_model_equals_separate_runs():
+    # a head with a learned gain beside one without, in one call: each as if trained alone
+    both = at.train_attention(16, 8, [1.0, 1.0], replicas=2, steps=25, learn_gain=[False, True], seed=4)
+    plain = at.train_attention(16, 8, [1.0], replicas=2, steps=25, seed=4)
+    gained = at.train_attention(16, 8, [1.0], replicas=2, steps=25, learn_gain=True, seed=4)
+    for k, alone in enumerate((plain, gained)):
+        np.testing.assert_allclose(both.w_query[:, k], alone.w_query[:, 0], rtol=1e-12)
+        np.testing.assert_allclose(both.losses[:, k], alone.losses[:, 0], rtol=1e-12)
+        np.testing.assert_allclose(both.gain[:, k], alone.gain[:, 0], rtol=1e-12)
+    assert np.all(both.gain[:, 0] == 1.0) and np.all(both.gain[:, 1] != 1.0)
+
+
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_one_step_size_per_model_equals_separate_runs(optimizer):
     # a grid of (scale, step size) in one call: each model as if trained alone with its step size
@@ -204,12 +216,38 @@ def test_train_at_best_rate_keeps_the_best_rate_and_reports_fresh_seeds():
     np.testing.assert_array_equal(tuned.result.losses, again.losses)  # the reported runs: fresh seed 6
 
 
+def test_train_at_best_rate_with_an_optimizer_and_a_grid_per_multiplier_equals_separate_calls():
+    # SGD and Adam multipliers searched in one call, each over its own grid: as if searched apart
+    common = dict(replicas=2, steps=15, batch=4, loss="readout", search_seed=3, seed=4, queries=32)
+    mult = np.array([0.5, 2.0])
+    grids = {"sgd": np.array([0.1, 0.4, 1.6]), "adam": np.array([0.003, 0.03])}
+    both = at.train_at_best_rate(
+        16,
+        4,
+        np.concatenate([mult, mult]),
+        [grids["sgd"]] * 2 + [grids["adam"]] * 2,
+        optimizer=["sgd"] * 2 + ["adam"] * 2,
+        **common,
+    )
+    assert both.search_loss.shape == (2, 4, 3) and np.all(np.isnan(both.search_loss[:, 2:, 2]))
+    for k, opt in enumerate(grids):
+        apart = at.train_at_best_rate(16, 4, mult, grids[opt], optimizer=opt, **common)
+        models = slice(2 * k, 2 * k + 2)
+        np.testing.assert_array_equal(both.rates[models], apart.rates)
+        np.testing.assert_array_equal(both.at_edge[models], apart.at_edge)
+        size = grids[opt].size
+        np.testing.assert_allclose(both.search_loss[:, models, :size], apart.search_loss, rtol=1e-12)
+        np.testing.assert_allclose(both.result.w_query[:, models], apart.result.w_query, rtol=1e-10)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "name", "error"),
     [
         (dict(rates=[]), "rates", ValueError),
         (dict(rates=[0.1, 0.0]), "rates", ValueError),
-        (dict(rates=[[0.1]]), "rates", ValueError),
+        (dict(rates=[[0.1], [0.2]]), "rates", ValueError),
+        (dict(rates=[[[0.1]]]), "rates", ValueError),
+        (dict(rates=[[0.1, -1.0]]), "rates", ValueError),
         (dict(rates="fast"), "rates", TypeError),
         (dict(queries=0), "queries", ValueError),
         (dict(learning_rate=0.1), "learning_rate", TypeError),
@@ -244,6 +282,39 @@ def test_stacked_models_see_the_same_evaluation_keys():
     for k, nu in enumerate(multiplier):
         alone = at.evaluate_attention(result, 512, nu, queries=300, seed=4)
         np.testing.assert_allclose(together["entropy"][:, k], alone["entropy"][:, 0], rtol=1e-12)
+
+
+def test_models_evaluated_in_blocks_see_the_keys_of_one_model(monkeypatch):
+    # many models: the weights are held a block of models at a time, and the keys drawn do not change
+    result = at.train_attention(16, 4, np.linspace(0.5, 3.0, 7), replicas=2, steps=3, seed=2)
+    whole = at.evaluate_attention(result, 64, queries=40, seed=5)
+    monkeypatch.setattr("attnscale.training._EVAL_WEIGHTS", 2 * 64 * 40 * 2)  # two models a block
+    blocked = at.evaluate_attention(result, 64, queries=40, seed=5)
+    one = at.TrainingResult(
+        **{
+            **result.__dict__,
+            "scales": result.scales[4:5],
+            "w_query": result.w_query[:, 4:5],
+            "w_key": result.w_key[:, 4:5],
+            "gain": result.gain[:, 4:5],
+        }
+    )
+    alone = at.evaluate_attention(one, 64, queries=40, seed=5)
+    for key in whole:
+        np.testing.assert_allclose(blocked[key], whole[key], rtol=1e-12)
+        np.testing.assert_allclose(alone[key][:, 0], whole[key][:, 4], rtol=1e-12)
+
+
+def test_a_measure_alone_equals_the_same_measure_with_the_others():
+    result = at.train_attention(16, 4, [0.5, 2.0], replicas=2, steps=3, seed=6)
+    every = at.evaluate_attention(result, 40, queries=30, seed=2)
+    for name in every:
+        alone = at.evaluate_attention(result, 40, queries=30, seed=2, measures=(name,))
+        assert list(alone) == [name]
+        np.testing.assert_array_equal(alone[name], every[name])
+    for bad, error in (("loss", TypeError), ((), ValueError), (("perplexity",), ValueError)):
+        with pytest.raises(error, match="measures"):
+            at.evaluate_attention(result, 40, queries=30, measures=bad)
 
 
 def test_entropy_of_uniform_attention_is_log_n():
@@ -281,6 +352,8 @@ def test_entropy_of_uniform_attention_is_log_n():
         (dict(seed=1.5), "seed", TypeError),
         (dict(length_rule="sqrt"), "length_rule", ValueError),
         (dict(learn_gain="yes"), "learn_gain", TypeError),
+        (dict(learn_gain=[True, False]), "learn_gain", TypeError),
+        (dict(learn_gain=[1]), "learn_gain", TypeError),
         (dict(query_noise=-0.1), "query_noise", ValueError),
     ],
 )
@@ -328,3 +401,13 @@ def test_other_functions_refuse_bad_input():
         at.evaluate_attention(result, 1)
     with pytest.raises(TypeError, match="queries"):
         at.evaluate_attention(result, 8, queries=2.0)
+
+
+def test_initial_weights_are_drawn_first_from_the_seed():
+    # the training chapter rebuilds its untrained control this way: the same heads before training
+    result = at.train_attention(
+        16, 8, [1.0, 2.0], replicas=2, steps=1, optimizer="sgd", learning_rate=1e-300, seed=9
+    )
+    w_query, w_key = at.init_projections(2, 8, 16, np.random.default_rng(9))
+    for trained, initial in ((result.w_query, w_query), (result.w_key, w_key)):
+        np.testing.assert_array_equal(trained, np.repeat(initial, 2, axis=1))  # a step of 1e-300 leaves them

@@ -118,6 +118,11 @@ CALLS = [
     (at.best_causal_scale, dict(max_length=64), dict(max_length="length")),
     (at.entropy_invariant_scale, dict(n=40, d=16), dict(n="keys")),
     (at.entropy_matching_scale, dict(n=40, alpha_train=1.0), dict(n="keys", alpha_train="scale")),
+    (
+        at.spike_over_bulk_entropy,
+        dict(spike=5.0, bulk_mean=0.0, bulk_sd=1.0, n=16, rng=RNG),
+        dict(spike="scores", bulk_mean="scores", bulk_sd="std", n="length"),
+    ),
     (at.sample_gaussian_scores, dict(samples=2, n=4, rng=RNG), dict(samples="count", n="count")),
     (at.sample_cosine_scores, dict(samples=2, n=4, d=8, rng=RNG), dict(samples="count", d="dimension")),
     (at.sampled_objective, dict(scores=np.ones((2, 3)), alphas=[1.0]), dict(scores="scores", alphas="scale")),

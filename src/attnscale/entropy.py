@@ -204,6 +204,9 @@ def spike_over_bulk_entropy(spike, bulk_mean, bulk_sd, n, rng):
     spike = _validate.real_array(spike, "spike")
     bulk_mean = _validate.real_array(bulk_mean, "bulk_mean")
     bulk_sd = _validate.real_array(bulk_sd, "bulk_sd")
+    for name, array in (("spike", spike), ("bulk_mean", bulk_mean), ("bulk_sd", bulk_sd)):
+        if array.size == 0:
+            raise ValueError(f"{name} must not be empty")
     if np.any(bulk_sd < 0):
         raise ValueError(f"bulk_sd must be >= 0, got {bulk_sd[bulk_sd < 0].flat[0]:g}")
     n = _count(n, "n", 2)

@@ -69,6 +69,8 @@ __all__ = [
 ]
 
 OPTIMIZERS = ("sgd", "adam")
+#: Numbers of evaluation keys, and of attention weights, held at a time.
+_EVAL_KEYS, _EVAL_WEIGHTS = 2**22, 2**24
 LOSSES = ("ce", "readout")
 
 
@@ -258,24 +260,39 @@ def attention_scores(w_query, w_key, keys, queries):
     return u @ np.swapaxes(keys, -1, -2)
 
 
-def _forward(w_query, w_key, logit_scale, keys, queries):
-    """Raw scores r (R, B, S, n), logits z, weights p, and the intermediates."""
+def _forward(w_query, w_key, logit_scale, keys, queries, keep=True):
+    """Raw scores r (R, B, S, n), logits z, weights p, and the intermediates.
+
+    With ``keep=False`` the raw scores and the logits are not returned (None)
+    and their memory becomes the weights': the same operations, in place.
+    """
     q = np.einsum("rsdm,rbm->rbsd", w_query, queries)
     u = np.einsum("rsdm,rbsd->rbsm", w_key, q)  # W_K^T q, so that r_j = u . x_j
     raw = u @ np.swapaxes(keys, -1, -2)  # (R, B, S, n)
-    z = logit_scale[:, None, :, None] * raw
+    scale = logit_scale[:, None, :, None]
+    z = scale * raw if keep else np.multiply(raw, scale, out=raw)
     z -= z.max(axis=-1, keepdims=True)  # in place: the same operations, fewer large temporaries
-    p = np.exp(z)
+    p = np.exp(z) if keep else np.exp(z, out=z)
     p /= p.sum(axis=-1, keepdims=True)
-    return q, raw, z, p
+    return (q, raw, z, p) if keep else (q, None, None, p)
 
 
-def _softmax_vjp(p, upstream):
+def _log_normalizer(p):
+    r""":math:`\log Z` of rows whose largest logit was shifted to 0: there :math:`p = 1/Z`.
+
+    The weights already hold :math:`Z`, so no second exponential is needed;
+    :math:`p_{\max} \ge 1/n` keeps the logarithm accurate.
+    """
+    return -np.log(p.max(axis=-1))
+
+
+def _softmax_vjp(p, upstream, mean=None):
     r"""Vector-Jacobian product of softmax: :math:`J^\top g = p \odot (g - p\cdot g)` (per unit scale).
 
-    Overwrites ``upstream`` (a temporary of the caller) with the result.
+    Overwrites ``upstream`` (a temporary of the caller) with the result;
+    ``mean``, if given, is :math:`p\cdot g` computed by the caller.
     """
-    upstream -= np.sum(p * upstream, axis=-1, keepdims=True)
+    upstream -= np.sum(p * upstream, axis=-1, keepdims=True) if mean is None else mean
     upstream *= p
     return upstream
 
@@ -345,31 +362,51 @@ def attention_loss_and_gradients(
 
 
 def _loss_and_gradients(
-    w_query, w_key, scales, gain, length_factor, keys, queries, targets, loss, gradients=True
+    w_query,
+    w_key,
+    scales,
+    gain,
+    length_factor,
+    keys,
+    queries,
+    targets,
+    loss,
+    gradients=True,
+    gain_gradient=True,
 ):
     batch = keys.shape[1]
     logit_scale = gain * scales * length_factor  # (R, S)
-    q, raw, z, p = _forward(w_query, w_key, logit_scale, keys, queries)
+    # the raw scores feed the gain's gradient, the logits the cross-entropy
+    # and the evaluation's entropy; otherwise the weights reuse their memory
+    keep = loss == "ce" or not gradients or gain_gradient
+    q, raw, z, p = _forward(w_query, w_key, logit_scale, keys, queries, keep)
     index = np.broadcast_to(targets[:, :, None, None], (*p.shape[:3], 1))
     if loss == "ce":
-        log_z = np.log(np.sum(np.exp(z), axis=-1))  # z <= 0 with max 0: no overflow
+        log_z = _log_normalizer(p)
         value = np.mean(log_z - np.take_along_axis(z, index, axis=-1)[..., 0], axis=1)
     else:
         m = keys.shape[-1]
         target_value = np.take_along_axis(keys, targets[..., None, None], axis=2)  # (R, B, 1, m)
-        err = p @ keys - target_value  # output minus target, (R, B, S, m)
+        output = p @ keys  # (R, B, S, m)
+        err = output - target_value
         value = np.mean(0.5 * np.sum(err**2, axis=-1) / m, axis=1)
     if not gradients:  # evaluation: the backward products cost as much as the forward ones
         return value, None, (p, z, index)
     if loss == "ce":
         dz = p.copy()
         np.put_along_axis(dz, index, np.take_along_axis(p, index, axis=-1) - 1.0, axis=-1)
+        dz /= batch
     else:
-        upstream = err @ np.swapaxes(keys, -1, -2)
-        upstream /= m  # dL/dp_j = x_j . (o - x_t) / m
-        dz = _softmax_vjp(p, upstream)
-    dz /= batch
-    d_gain = np.einsum("rbsn,rbsn->rs", dz, raw) * scales * length_factor
+        # dL/dp_j = x_j . g with g = (o - x_t) / (m B) for the batch mean: the
+        # factors go on the small error, not on every weight, and p . dL/dp,
+        # the sum over keys in the Jacobian's product, is o . g
+        g = err / (m * batch)
+        dz = g @ np.swapaxes(keys, -1, -2)
+        dz = _softmax_vjp(p, dz, np.sum(output * g, axis=-1, keepdims=True))
+    if gain_gradient:
+        d_gain = np.einsum("rbsn,rbsn->rs", dz, raw) * scales * length_factor
+    else:  # a fixed gain: the pass over every weight is not needed
+        d_gain = np.zeros(logit_scale.shape)
     dz *= logit_scale[:, None, :, None]  # now dL/draw
     du = dz @ keys  # (R, B, S, m)
     d_key = np.einsum("rbsd,rbsm->rsdm", q, du)
@@ -431,8 +468,10 @@ def train_attention(
     length_rule : {"fixed", "logn"}
         :math:`\mu(n) = 1` or :math:`\log n/\log L` (equal to 1 in training;
         kept with the result for evaluation at other lengths).
-    learn_gain : bool, optional
-        Learn the gain :math:`g` (scalable softmax when ``length_rule="logn"``).
+    learn_gain : bool or sequence of bool, optional
+        Learn the gain :math:`g` (scalable softmax when ``length_rule="logn"``),
+        for every model or one flag per multiplier (so that a head with a
+        learned gain and one without share their data in one call).
     query_noise : float, optional
         See :func:`retrieval_batch`.
 
@@ -451,7 +490,11 @@ def train_attention(
         raise ValueError(f"multipliers must be > 0, got {multipliers[multipliers <= 0][0]:g}")
     if isinstance(optimizer, str):
         optimizer = [optimizer] * multipliers.size
-    if not isinstance(optimizer, list | tuple) or len(optimizer) != multipliers.size:
+    if not isinstance(optimizer, list | tuple):
+        raise TypeError(
+            f"optimizer must be one of {OPTIMIZERS} or a sequence of them, got {type(optimizer).__name__}"
+        )
+    if len(optimizer) != multipliers.size:
         raise ValueError(
             f"optimizer must be one of {OPTIMIZERS} or a sequence of them, one per multiplier "
             f"({multipliers.size}), got {optimizer!r}"
@@ -469,8 +512,16 @@ def train_attention(
         raise ValueError(f"learning_rate must be > 0, got {learning_rate[~(learning_rate > 0)][0]:g}")
     loss = _choice(loss, "loss", LOSSES)
     length_rule = _choice(length_rule, "length_rule", ("fixed", "logn"))
-    if not isinstance(learn_gain, (bool, np.bool_)):
-        raise TypeError(f"learn_gain must be a bool, got {type(learn_gain).__name__}")
+    if isinstance(learn_gain, (bool, np.bool_)):
+        learn_gain = [bool(learn_gain)] * multipliers.size
+    if not isinstance(learn_gain, list | tuple) or len(learn_gain) != multipliers.size:
+        raise TypeError(
+            f"learn_gain must be a bool or a sequence of them, one per multiplier ({multipliers.size}), "
+            f"got {learn_gain!r}"
+        )
+    if not all(isinstance(flag, (bool, np.bool_)) for flag in learn_gain):
+        raise TypeError(f"learn_gain must hold bools, got {learn_gain!r}")
+    learns = np.array(learn_gain, dtype=bool)
     query_noise = _nonnegative(query_noise, "query_noise")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
@@ -489,12 +540,20 @@ def train_attention(
     for step in range(steps):
         keys, queries, targets = retrieval_batch(replicas, batch, n, m, rng, query_noise)
         value, grads, _ = _loss_and_gradients(
-            params[0], params[1], scales, params[2], 1.0, keys, queries, targets, loss
+            params[0],
+            params[1],
+            scales,
+            params[2],
+            1.0,
+            keys,
+            queries,
+            targets,
+            loss,
+            gain_gradient=learns.any(),
         )
         losses[:, :, step] = value
         grads = list(grads)
-        if not learn_gain:
-            grads[2] = np.zeros_like(grads[2])
+        grads[2] = np.where(learns, grads[2], 0.0)
         for k in range(3):
             per_model = (1, n_scales) + (1,) * (grads[k].ndim - 2)
             step_size = learning_rate.reshape(per_model)
@@ -519,7 +578,10 @@ def train_attention(
     )
 
 
-def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_noise=0.0):
+MEASURES = ("loss", "accuracy", "entropy", "target_weight")
+
+
+def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_noise=0.0, measures=MEASURES):
     r"""Loss, retrieval accuracy and attention entropy of trained models at length ``n``.
 
     The logits are :math:`z = g\,\lambda\,\mu(n)\,\nu\,r` with the result's
@@ -539,6 +601,10 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
         Evaluation queries per replica, ``>= 1``.
     seed : int, optional
         Seeds the evaluation data.
+    measures : sequence of str, optional
+        Which of the measures below to compute (all by default); the data
+        drawn do not depend on it, so a measure is the same whether computed
+        alone or with the others.
 
     Returns
     -------
@@ -555,40 +621,52 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
     query_noise = _nonnegative(query_noise, "query_noise")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(measures, str) or not all(isinstance(name, str) for name in measures):
+        raise TypeError(f"measures must be a sequence of names from {MEASURES}, got {measures!r}")
+    if not measures or any(name not in MEASURES for name in measures):
+        raise ValueError(f"measures must be a non-empty sequence of names from {MEASURES}, got {measures!r}")
     replicas, n_scales = result.gain.shape
     multiplier = np.broadcast_to(multiplier, (replicas, n_scales))
     mu = np.log(n) / np.log(result.train_length) if result.length_rule == "logn" else 1.0
     rng = np.random.default_rng(seed)
     m = result.w_query.shape[-1]
-    # Chunks bound the memory of the keys (2**22 numbers) and of the weights
-    # (2**24); the keys' bound alone sets them for a few models, so stacking
-    # evaluation-time rules as models draws the same keys as one model does.
-    chunk = max(1, min(queries, 2**22 // (n * m * replicas), 2**24 // (n * n_scales * replicas)))
-    totals = {"loss": 0.0, "accuracy": 0.0, "entropy": 0.0, "target_weight": 0.0}
+    # Chunks of queries bound the memory of the keys (2**22 numbers); blocks
+    # of models within a chunk bound that of the weights (2**24).  The keys
+    # drawn depend on neither the number of models nor their blocks, so models
+    # evaluated side by side see the same keys as each one alone.
+    chunk = max(1, min(queries, _EVAL_KEYS // (n * m * replicas)))
+    block = max(1, _EVAL_WEIGHTS // (n * chunk * replicas))
+    gain = result.gain * multiplier
+    totals = {key: np.zeros((replicas, n_scales)) for key in MEASURES if key in measures}
     done = 0
     while done < queries:
         size = min(chunk, queries - done)
         keys, q_in, targets = retrieval_batch(replicas, size, n, m, rng, query_noise)
-        gain = result.gain * multiplier
-        value, _, (p, z, index) = _loss_and_gradients(
-            result.w_query,
-            result.w_key,
-            result.scales,
-            gain,
-            mu,
-            keys,
-            q_in,
-            targets,
-            result.loss,
-            gradients=False,
-        )
-        p_t = np.take_along_axis(p, index, axis=-1)[..., 0]  # (R, B, S)
-        log_z = np.log(np.sum(np.exp(z), axis=-1))
-        entropy = log_z - np.sum(p * z, axis=-1)
-        totals["loss"] = totals["loss"] + value * size
-        totals["accuracy"] = totals["accuracy"] + np.sum(p_t > 0.5, axis=1)
-        totals["entropy"] = totals["entropy"] + np.sum(entropy, axis=1)
-        totals["target_weight"] = totals["target_weight"] + np.sum(p_t, axis=1)
+        for start in range(0, n_scales, block):
+            models = slice(start, start + block)
+            value, _, (p, z, index) = _loss_and_gradients(
+                result.w_query[:, models],
+                result.w_key[:, models],
+                result.scales[models],
+                gain[:, models],
+                mu,
+                keys,
+                q_in,
+                targets,
+                result.loss,
+                gradients=False,
+            )
+            if "loss" in totals:
+                totals["loss"][:, models] += value * size
+            if "entropy" in totals:
+                entropy = _log_normalizer(p) - np.sum(p * z, axis=-1)
+                totals["entropy"][:, models] += np.sum(entropy, axis=1)
+            if "accuracy" in totals or "target_weight" in totals:
+                p_t = np.take_along_axis(p, index, axis=-1)[..., 0]  # (R, B, S)
+                if "accuracy" in totals:
+                    totals["accuracy"][:, models] += np.sum(p_t > 0.5, axis=1)
+                if "target_weight" in totals:
+                    totals["target_weight"][:, models] += np.sum(p_t, axis=1)
         done += size
     return {key: np.asarray(value) / queries for key, value in totals.items()}
 
@@ -608,8 +686,11 @@ def train_at_best_rate(n, d, multipliers, rates, *, search_seed=0, seed=1, queri
     ----------
     n, d, multipliers
         As for :func:`train_attention`.
-    rates : array_like
-        One-dimensional, finite, ``> 0``: the learning rates to search.
+    rates : array_like or sequence of array_like
+        Finite, ``> 0``: one grid of learning rates for every multiplier
+        (one-dimensional), or one grid per multiplier (a sequence of
+        one-dimensional grids, which may differ in length), e.g. when the
+        multipliers are trained with different optimizers.
     search_seed, seed : int, optional
         Seeds of the search runs and of the reported runs (distinct seeds
         give independent runs).
@@ -618,33 +699,64 @@ def train_at_best_rate(n, d, multipliers, rates, *, search_seed=0, seed=1, queri
     **training
         Passed to :func:`train_attention` (``replicas``, ``steps``,
         ``batch``, ``optimizer``, ``loss``, ...); not ``learning_rate``.
+        An ``optimizer`` or ``learn_gain`` given per multiplier applies to
+        every rate of that multiplier's grid.
 
     Returns
     -------
     TunedTraining
+        With ``search_loss`` of shape ``(replicas, scales, longest grid)``,
+        NaN past the end of a shorter grid.
     """
     if "learning_rate" in training:
         raise TypeError("train_at_best_rate searches the learning rate; give rates, not learning_rate")
     multipliers = _validate.real_array(multipliers, "multipliers")
-    rates = _validate.real_array(rates, "rates")
-    if rates.ndim != 1 or rates.size == 0:
-        raise ValueError(f"rates must be a non-empty one-dimensional array, got shape {rates.shape}")
-    if np.any(rates <= 0):
-        raise ValueError(f"rates must be > 0, got {rates[rates <= 0][0]:g}")
-    queries = _count(queries, "queries")
     if multipliers.ndim != 1:  # train_attention names the problem; keep the grid well formed first
         raise ValueError(f"multipliers must be one-dimensional, got shape {multipliers.shape}")
-    c_grid, rate_grid = np.meshgrid(multipliers, rates, indexing="ij")  # (scales, rates)
+    grids = _rate_grids(rates, multipliers.size)
+    queries = _count(queries, "queries")
+    sizes = np.array([grid.size for grid in grids])
+    owner = np.repeat(np.arange(multipliers.size), sizes)  # the multiplier of each search model
+    search_training = dict(training)
+    for key in ("optimizer", "learn_gain"):  # one per multiplier -> one per search model
+        value = training.get(key)
+        if isinstance(value, list | tuple) and len(value) == multipliers.size:
+            search_training[key] = [value[k] for k in owner]
     search = train_attention(
-        n, d, c_grid.ravel(), learning_rate=rate_grid.ravel(), seed=search_seed, **training
+        n,
+        d,
+        multipliers[owner],
+        learning_rate=np.concatenate(grids),
+        seed=search_seed,
+        **search_training,
     )
-    loss = evaluate_attention(search, n, queries=queries)["loss"]
-    loss = loss.reshape(loss.shape[0], *c_grid.shape)
-    pick = np.argmin(loss.mean(axis=0), axis=1)  # the best rate for each multiplier
-    fresh = train_attention(n, d, multipliers, learning_rate=rates[pick], seed=seed, **training)
+    flat = evaluate_attention(search, n, queries=queries, measures=("loss",))["loss"]
+    loss = np.full((flat.shape[0], multipliers.size, sizes.max()), np.nan)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    for k, (start, size) in enumerate(zip(starts, sizes, strict=True)):
+        loss[:, k, :size] = flat[:, start : start + size]
+    pick = np.array([np.argmin(loss[:, k, :size].mean(axis=0)) for k, size in enumerate(sizes)])
+    chosen = np.array([grid[i] for grid, i in zip(grids, pick, strict=True)])
+    fresh = train_attention(n, d, multipliers, learning_rate=chosen, seed=seed, **training)
     return TunedTraining(
         result=fresh,
-        rates=rates[pick],
-        at_edge=(pick == 0) | (pick == rates.size - 1),
+        rates=chosen,
+        at_edge=(pick == 0) | (pick == sizes - 1),
         search_loss=loss,
     )
+
+
+def _rate_grids(rates, count):
+    """One validated grid of learning rates for each of ``count`` multipliers."""
+    if isinstance(rates, list | tuple) and rates and all(np.ndim(grid) == 1 for grid in rates):
+        if len(rates) != count:
+            raise ValueError(f"rates must hold one grid per multiplier ({count}), got {len(rates)}")
+        grids = [_validate.real_array(grid, "rates") for grid in rates]
+    else:
+        grids = [_validate.real_array(rates, "rates")] * count
+    for grid in grids:
+        if grid.ndim != 1 or grid.size == 0:
+            raise ValueError(f"rates must be a non-empty one-dimensional array, got shape {grid.shape}")
+        if np.any(grid <= 0):
+            raise ValueError(f"rates must be > 0, got {grid[grid <= 0][0]:g}")
+    return grids
