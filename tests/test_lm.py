@@ -228,3 +228,27 @@ def test_evaluate_shapes_and_factor(text):
         lm.evaluate(model, windows, factor=np.zeros((1, 2, 20)))
     with pytest.raises(ValueError, match="windows"):
         lm.evaluate(model, windows.astype(float))
+
+
+# -- the committed results came from this code -------------------------------------------
+
+
+@pytest.mark.parametrize("experiment", ["length", "normalizer"])
+def test_results_file_replays(text, experiment):
+    """The first logged steps of one run of each experiment are reproduced by training again.
+
+    Float32 on another machine, thread count or XLA version may round
+    differently, hence a relative tolerance; two seeds differ by far more.
+    """
+    results = lm.load_results()
+    assert results["provenance"]["corpus"]["sha256"] == text.sha256
+    runs = [r for r in results["runs"] if r["experiment"] == experiment]
+    first = sorted(runs, key=lambda r: (r["seed"], str(r)))[0]
+    same_config = [r for r in runs if r["log"]["config"] == first["log"]["config"]]
+    other = next(r for r in same_config if r["seed"] != first["seed"])
+    config = lm.LMConfig(**first["log"]["config"])
+    steps = 8
+    replay = lm.train(config, text.train, first["seed"], steps=steps)
+    logged = np.array(first["log"]["losses"][:steps])
+    np.testing.assert_allclose(replay.losses, logged, rtol=2e-3)
+    assert np.any(np.abs(np.array(other["log"]["losses"][:steps]) / logged - 1) > 2e-3)
