@@ -188,9 +188,21 @@ CLAIM_MUTANTS = [
     ),
     (
         "variance",
-        's = np.einsum("rid,rkd->rk", q, k) / np.sqrt(d)',
-        's = np.einsum("rid,rkd->rk", q, k) / d',
+        "s = norm_q / np.sqrt(d) * rng.standard_normal((rows, n_keys))",
+        "s = norm_q / d * rng.standard_normal((rows, n_keys))",
         "scores divided by d instead of sqrt(d)",
+    ),
+    (
+        "variance",
+        "return np.sum(w * np.sqrt(d) / r * g)",
+        "return np.sum(w * g)",
+        "exact mean over rows without the factor sqrt(d)/r of the change of scale",
+    ),
+    (
+        "variance",
+        "return lr * grad / (np.abs(grad) + eps)",
+        "return lr * grad",
+        "Adam's first step scales with the gradient like SGD's",
     ),
     (
         "variance",
