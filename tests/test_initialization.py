@@ -130,7 +130,7 @@ def test_per_sample_moments_average_to_the_batch_moments():
 
 def test_block_law_moments_are_exact():
     """E R = 1 + a^2 and E R^2 = 1 + 2a^2 + 4a^2/m + a^4 (m+2)(m+5)/m^2 (noncentral chi-square)."""
-    for m in (8, 32, 128):
+    for m in (8, 32, 128, 2048):
         for a in (0.3, 1.0):
             first, second = deepnet._block_expectation(m, a, (lambda r: r, lambda r: r**2))
             assert first == pytest.approx(1 + a**2, rel=1e-12)
