@@ -188,9 +188,21 @@ CLAIM_MUTANTS = [
     ),
     (
         "variance",
-        's = np.einsum("rid,rkd->rk", q, k) / np.sqrt(d)',
-        's = np.einsum("rid,rkd->rk", q, k) / d',
+        "s = norm_q / np.sqrt(d) * rng.standard_normal((rows, n_keys))",
+        "s = norm_q / d * rng.standard_normal((rows, n_keys))",
         "scores divided by d instead of sqrt(d)",
+    ),
+    (
+        "variance",
+        "return np.sum(w * np.sqrt(d) / r * g)",
+        "return np.sum(w * g)",
+        "exact mean over rows without the factor sqrt(d)/r of the change of scale",
+    ),
+    (
+        "variance",
+        "return lr * grad / (np.abs(grad) + eps)",
+        "return lr * grad",
+        "Adam's first step scales with the gradient like SGD's",
     ),
     (
         "variance",
@@ -261,9 +273,15 @@ CLAIM_MUTANTS = [
     ),
     (
         "initialization",
-        '"plain-naive": depth * np.log10(width / 2.0),',
-        '"plain-naive": depth * np.log10(width),',
-        "naive ReLU network without the halving",
+        "growth_expected[arch] = depth * law_mean / np.log(10)",
+        "growth_expected[arch] = depth * (law_mean + np.log(2.0)) / np.log(10)",
+        "deep networks without the ReLU halving",
+    ),
+    (
+        "initialization",
+        "growth_expected[arch] = depth * law_mean / np.log(10)",
+        "growth_expected[arch] = depth * (law_mean + np.log(0.9)) / np.log(10)",
+        "ReLU factor 0.45 instead of 1/2 in the depth growth",
     ),
     (
         "initialization",
@@ -321,9 +339,21 @@ CLAIM_MUTANTS = [
     ),
     (
         "initialization",
-        "    depth * np.log1p(a_t**2),\n",
-        "    np.log1p(depth * a_t**2),\n",
+        "warm_expected = depth * warm_law_mean",
+        "warm_expected = np.log1p(depth * a_t**2)",
         "warm-up growth linear, 1 + L a_t^2",
+    ),
+    (
+        "initialization",
+        "warm_expected = depth * warm_law_mean",
+        "warm_expected = depth * np.log1p(a_t**2)",
+        "warm-up: mean log growth taken as the log of the mean (no Jensen gap)",
+    ),
+    (
+        "initialization",
+        "mid + (up - 2 * mid + down) / h**2 * q_var / 2,",
+        "mid * linearized,",
+        "linearized sigmoid loses its first layer's factor at every layer (geometric decay)",
     ),
     (
         "initialization",

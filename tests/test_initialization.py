@@ -115,3 +115,77 @@ def test_fixup_and_rezero_start_as_the_identity():
 def test_through_branches_must_be_a_bool():
     with pytest.raises(TypeError, match="through_branches"):
         at.layer_second_moments("post-norm", 3, 8, np.random.default_rng(0), through_branches="no")
+
+
+def test_per_sample_moments_average_to_the_batch_moments():
+    for architecture, scale in (("residual", 0.0), ("rezero", [0.0, 0.5, 1.0]), ("plain-he", 0.0)):
+        batch = at.layer_second_moments(architecture, 5, 16, np.random.default_rng(4), branch_scale=scale)
+        each = at.layer_second_moments(
+            architecture, 5, 16, np.random.default_rng(4), branch_scale=scale, per_sample=True
+        )
+        for b, e in zip(batch, each, strict=True):
+            assert e.shape == (*b.shape, 64)
+            np.testing.assert_allclose(e.mean(axis=-1), b, rtol=1e-13)
+
+
+def test_block_law_moments_are_exact():
+    """E R = 1 + a^2 and E R^2 = 1 + 2a^2 + 4a^2/m + a^4 (m+2)(m+5)/m^2 (noncentral chi-square)."""
+    for m in (8, 32, 128, 2048):
+        for a in (0.3, 1.0):
+            first, second = deepnet._block_expectation(m, a, (lambda r: r, lambda r: r**2))
+            assert first == pytest.approx(1 + a**2, rel=1e-12)
+            exact_second = 1 + 2 * a**2 + 4 * a**2 / m + a**4 * (m + 2) * (m + 5) / m**2
+            assert second == pytest.approx(exact_second, rel=1e-12)
+
+
+def test_block_log_law_against_sampling_the_reduced_law():
+    """Sample K, S = chi^2_K, g_1 and C = chi^2_(m-1) directly: an independent route to E log R and Var."""
+    rng = np.random.default_rng(12)
+    m, a, draws = 16, 0.8, 400_000
+    k = rng.binomial(m, 0.5, draws)
+    s = np.where(k > 0, rng.chisquare(np.maximum(k, 1)), 0.0)
+    t_sq = 2 * a**2 * s / m**2
+    log_r = np.log((1 + np.sqrt(t_sq) * rng.standard_normal(draws)) ** 2 + t_sq * rng.chisquare(m - 1, draws))
+    mean, var = deepnet.log_growth_law("rezero", m, a)
+    assert mean == pytest.approx(log_r.mean(), abs=4 * log_r.std() / np.sqrt(draws))
+    assert var == pytest.approx(log_r.var(), rel=4 * np.sqrt(2 / draws) * 2)
+
+
+@pytest.mark.parametrize(
+    ("architecture", "scale"), [("rezero", 1.0), ("residual", 0.0), ("plain-naive", 0.0)]
+)
+def test_log_growth_law_against_simulated_networks(architecture, scale):
+    """One input through `depth` random layers: the log growth has depth times the law's mean and variance."""
+    rng = np.random.default_rng(13)
+    depth, width, networks = 3, 24, 3000
+    logs = np.array(
+        [
+            np.log(
+                (lambda f: f[-1] / f[0])(
+                    at.layer_second_moments(
+                        architecture, depth, width, rng, samples=1, branch_scale=scale, gradients=False
+                    )[0]
+                )
+            )
+            for _ in range(networks)
+        ]
+    )
+    mean, var = deepnet.log_growth_law(architecture, width, scale)
+    assert logs.mean() == pytest.approx(depth * mean, abs=4 * logs.std() / np.sqrt(networks))
+    assert logs.var() == pytest.approx(depth * var, rel=0.15)
+
+
+def test_plain_log_growth_law_matches_the_digamma_formula_and_scales_with_the_std():
+    he_mean, he_var = deepnet.log_growth_law("plain-he", 64)
+    naive_mean, naive_var = deepnet.log_growth_law("plain-naive", 64)
+    assert naive_mean - he_mean == pytest.approx(np.log(64 / 2), rel=1e-13)
+    assert naive_var == pytest.approx(he_var, rel=1e-13)
+    # large-width limit: Var log R ~ 5/m (Hanin and Nica)
+    assert 256 * deepnet.log_growth_law("plain-he", 256)[1] == pytest.approx(5.0, rel=0.05)
+
+
+def test_log_growth_law_refuses_other_architectures():
+    with pytest.raises(ValueError, match="log_growth_law covers"):
+        deepnet.log_growth_law("post-norm", 16)
+    with pytest.raises(ValueError, match="branch_scale"):
+        deepnet.log_growth_law("rezero", 16, -1.0)

@@ -33,16 +33,23 @@ Architectures (:data:`ARCHITECTURES`):
 The residual branch is :math:`F(x) = V\operatorname{relu}(Ux)` with He-scaled
 :math:`U` and Xavier-scaled :math:`V`, so that it preserves the second moment
 of its input.
+
+:func:`log_growth_law` gives the exact law of the growth of *one input's*
+squared norm through one plain layer or one residual block, against which
+the simulations are checked.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+from scipy import linalg, special, stats
 
 from . import _validate
 from .montecarlo import _count
 
-__all__ = ["ARCHITECTURES", "activation_second_moments", "layer_second_moments"]
+__all__ = ["ARCHITECTURES", "activation_second_moments", "layer_second_moments", "log_growth_law"]
 
 ARCHITECTURES = (
     "plain-naive",
@@ -127,7 +134,15 @@ def _backward(architecture, weights, cache, grad, through_branches=True):
 
 
 def layer_second_moments(
-    architecture, depth, width, rng, samples=64, branch_scale=0.0, through_branches=True, gradients=True
+    architecture,
+    depth,
+    width,
+    rng,
+    samples=64,
+    branch_scale=0.0,
+    through_branches=True,
+    gradients=True,
+    per_sample=False,
 ):
     r"""Mean squares of activations and gradients at every layer of a random network.
 
@@ -156,12 +171,18 @@ def layer_second_moments(
         If False, skip the backward pass (``backward`` is None).  The random
         draws are the same either way, so the forward moments and the
         generator's state after the call do not depend on it.
+    per_sample : bool, optional
+        If True, the mean squares are taken over the units of each input
+        separately (a trailing axis of length ``samples``), not over the
+        batch: :math:`\lVert x_l\rVert^2/m` for every input.  The random draws
+        are the same either way.
 
     Returns
     -------
     forward : numpy.ndarray
         ``forward[l]`` is :math:`\mathbb E[x_l^2]`, for :math:`l = 0 \dots` ``depth``
-        (``forward[k, l]`` for the ``k``-th of an array of ``branch_scale``).
+        (``forward[k, l]`` for the ``k``-th of an array of ``branch_scale``;
+        ``forward[..., l, b]`` for input ``b`` with ``per_sample``).
     backward : numpy.ndarray
         ``backward[l]`` is the mean square of :math:`\partial \mathcal L / \partial x_l` for
         a loss whose gradient at the output is standard normal (same shape
@@ -174,7 +195,11 @@ def layer_second_moments(
     branch_scale = _validate.real_array(branch_scale, "branch_scale")
     if branch_scale.ndim > 1:
         raise ValueError(f"branch_scale must be a number or a 1-D array, got shape {branch_scale.shape}")
-    for flag, name in ((through_branches, "through_branches"), (gradients, "gradients")):
+    for flag, name in (
+        (through_branches, "through_branches"),
+        (gradients, "gradients"),
+        (per_sample, "per_sample"),
+    ):
         if not isinstance(flag, bool | np.bool_):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     weights = _build(architecture, depth, width, rng)
@@ -183,11 +208,17 @@ def layer_second_moments(
     x = np.broadcast_to(rng.standard_normal((samples, width)), (gains.shape[0], samples, width))
     activations, cache = _forward(architecture, weights, x, gains)
     upstream = rng.standard_normal((samples, width))  # drawn either way: the same stream
-    forward = np.array([np.mean(a * a, axis=(-2, -1)) for a in activations]).T
+    axes = -1 if per_sample else (-2, -1)
+    shape = gains.shape[:1] + ((samples,) if per_sample else ())
+
+    def moments(arrays):  # (branch scales, layers[, samples])
+        squares = [np.broadcast_to(np.mean(a * a, axis=axes), shape) for a in arrays]
+        return np.moveaxis(np.array(squares), 0, 1)
+
+    forward = moments(activations)
     if not gradients:
         return (forward[0] if branch_scale.ndim == 0 else forward), None
-    grads = _backward(architecture, weights, cache, upstream, bool(through_branches))
-    backward = np.array([np.broadcast_to(np.mean(g * g, axis=(-2, -1)), gains.shape[:1]) for g in grads]).T
+    backward = moments(_backward(architecture, weights, cache, upstream, bool(through_branches)))
     if branch_scale.ndim == 0:
         return forward[0], backward[0]
     return forward, backward
@@ -229,3 +260,127 @@ def activation_second_moments(activation, depth, width, rng, weight_std=None, sa
         x = activation(x @ (std * rng.standard_normal((width, width))))
         moments.append(np.mean(x * x))
     return np.array(moments)
+
+
+_PLAIN_STD2 = {"plain-naive": lambda m: 1.0, "plain-xavier": lambda m: 1.0 / m, "plain-he": lambda m: 2.0 / m}
+
+
+def _active_counts(width):
+    """K ~ Binomial(m, 1/2), the number of active ReLUs: values and probabilities above 1e-18."""
+    k = np.arange(width + 1)
+    p = stats.binom.pmf(k, width, 0.5)
+    keep = p > 1e-18 * p.max()
+    return k[keep], p[keep]
+
+
+@functools.lru_cache(maxsize=4096)
+def _gamma_rule(shape, nodes):
+    """Gauss rule for E[f(U)], U ~ Gamma(shape, 1): nodes and weights summing to 1.
+
+    Golub--Welsch on the generalized Laguerre recurrence, so that large
+    shapes (wide layers) neither overflow nor lose the normalization.
+    Cached: the same shapes recur for every gain.
+    """
+    k = np.arange(nodes)
+    off = np.sqrt(k[1:] * (k[1:] + shape - 1.0))
+    values, vectors = linalg.eigh_tridiagonal(2.0 * k + shape, off)
+    values.flags.writeable = False
+    weights = vectors[0] ** 2
+    weights.flags.writeable = False
+    return values, weights
+
+
+def _block_expectation(width, gain, functions, nodes=32):
+    r"""E[f(R)] for R = |x + a V relu(U x)|^2 / |x|^2, one input, for each f in ``functions``.
+
+    Conditioned on the number K of active ReLUs and on S = chi^2_K (the
+    hidden layer's squared norm in units of 2|x|^2/m), R = (1 + t g_1)^2 + t^2 C
+    with t^2 = 2 a^2 S / m^2, g_1 ~ N(0, 1) and C ~ chi^2_{m-1} independent.
+    Gauss quadrature in S and C (Gamma laws) and g_1 (Hermite); a sum over K.
+    """
+    m = width
+    k_values, k_prob = _active_counts(m)
+    g1, w_g1 = special.roots_hermitenorm(2 * nodes)
+    w_g1 = w_g1 / np.sqrt(2.0 * np.pi)
+    v, w_c = _gamma_rule((m - 1) / 2.0, nodes)
+    c_sq = 2.0 * v
+    totals = [0.0] * len(functions)
+    for k, pk in zip(k_values, k_prob, strict=True):
+        if k == 0:  # no active unit: the branch is 0 and R = 1
+            for i, f in enumerate(functions):
+                totals[i] += pk * f(np.float64(1.0))
+            continue
+        u, w_s = _gamma_rule(k / 2.0, nodes)
+        t_sq = 2.0 * gain**2 * (2.0 * u) / m**2
+        t = np.sqrt(t_sq)[:, None, None]
+        ratio = (1.0 + t * g1[None, :, None]) ** 2 + t_sq[:, None, None] * c_sq[None, None, :]
+        weights = w_s[:, None, None] * w_g1[None, :, None] * w_c[None, None, :]
+        for i, f in enumerate(functions):
+            totals[i] += pk * np.sum(weights * f(ratio))
+    return totals
+
+
+def log_growth_law(architecture, width, branch_scale=1.0):
+    r"""Exact mean and variance of the log growth of one input through one layer.
+
+    For a single input :math:`x_l` and fresh Gaussian weights, the ratio
+    :math:`R = \lVert x_{l+1}\rVert^2/\lVert x_l\rVert^2` does not depend on
+    :math:`x_l` (rotational invariance), so over :math:`L` layers
+    :math:`\log(\lVert x_L\rVert^2/\lVert x_0\rVert^2)` is a sum of :math:`L`
+    independent copies of :math:`\log R`: its mean and variance are
+    :math:`L` times the ones returned here.  With :math:`K \sim
+    \operatorname{Binomial}(m, \frac12)` active ReLUs:
+
+    ``plain-naive``, ``plain-xavier``, ``plain-he``
+        :math:`R = \sigma^2\chi^2_K`, so :math:`\mathbb E\log R = \log\sigma^2 +
+        \mathbb E[\psi(K/2)] + \log 2` and :math:`\operatorname{Var}\log R =
+        \mathbb E[\psi'(K/2)] + \operatorname{Var}\psi(K/2)` (given :math:`K \ge 1`;
+        :math:`K = 0`, probability :math:`2^{-m}`, sends the input to 0).
+    ``residual``, ``rezero``
+        The block :math:`x + a V\operatorname{relu}(Ux)` (``residual``: :math:`a = 1`;
+        ``rezero``: :math:`a` = ``branch_scale``):
+        :math:`R = (1 + t g_1)^2 + t^2 C` with :math:`t^2 = 2a^2 S/m^2`,
+        :math:`S \sim \chi^2_K`, :math:`g_1 \sim \mathcal N(0, 1)`,
+        :math:`C \sim \chi^2_{m-1}`; :math:`\mathbb E R = 1 + a^2` exactly, and the
+        expectations of :math:`\log R` are computed by Gauss quadrature
+        (relative accuracy about 1e-12 for :math:`m \ge 32`; for very narrow
+        layers with a large gain the integrand nears a singularity and the
+        accuracy drops, to about 1e-6 at :math:`m = 8`, :math:`a \ge 1`).
+
+    Parameters
+    ----------
+    architecture : str
+        One of the architectures above (see :data:`ARCHITECTURES`).
+    width : int
+        Units per layer :math:`m`, ``>= 2``.
+    branch_scale : float or array_like, optional
+        :math:`a \ge 0` for ``rezero`` (ignored otherwise).
+
+    Returns
+    -------
+    mean, variance : float or numpy.ndarray
+        Of :math:`\log R` for one layer (arrays shaped like ``branch_scale``
+        for ``rezero``).
+    """
+    width = _count(width, "width", 2)
+    if architecture in _PLAIN_STD2:
+        k_values, k_prob = _active_counts(width)
+        k_prob, k_values = k_prob[k_values > 0], k_values[k_values > 0]
+        k_prob = k_prob / k_prob.sum()
+        given_k = special.digamma(k_values / 2.0) + np.log(2.0) + np.log(_PLAIN_STD2[architecture](width))
+        mean = float(np.sum(k_prob * given_k))
+        variance = float(np.sum(k_prob * (special.polygamma(1, k_values / 2.0) + (given_k - mean) ** 2)))
+        return mean, variance
+    if architecture not in ("residual", "rezero"):
+        raise ValueError(
+            "log_growth_law covers plain-naive, plain-xavier, plain-he, residual and rezero, "
+            f"got {architecture!r}"
+        )
+    gains = _validate.scale(1.0 if architecture == "residual" else branch_scale, "branch_scale")
+    means, variances = np.empty(gains.shape), np.empty(gains.shape)
+    for idx in np.ndindex(gains.shape):
+        first, second = _block_expectation(width, float(gains[idx]), (np.log, lambda r: np.log(r) ** 2))
+        means[idx], variances[idx] = first, max(second - first**2, 0.0)
+    if gains.ndim == 0:
+        return float(means), float(variances)
+    return means, variances
