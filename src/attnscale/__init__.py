@@ -16,7 +16,7 @@ from .cosine import (
     cosine_objective,
 )
 from .decoder import best_causal_scale, gradient_fraction
-from .deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments
+from .deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments, log_growth_law
 from .entropy import (
     entropy_invariant_scale,
     entropy_matching_scale,
@@ -137,6 +137,7 @@ __all__ = [
     "he_std",
     "init_projections",
     "layer_second_moments",
+    "log_growth_law",
     "logn_beyond_training_scale",
     "paired_difference",
     "qknorm_initial_scale",
