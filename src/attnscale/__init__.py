@@ -45,6 +45,7 @@ from .initialization import (
 from .intervals import paired_difference, seed_interval
 from .montecarlo import (
     TypicalRowScales,
+    conditional_objective,
     sample_cosine_scores,
     sample_gaussian_scores,
     sampled_objective,
@@ -67,6 +68,7 @@ from .softmax import (
     gradient_l1,
     gradient_objective,
     renyi2_entropy,
+    row_best_scale,
     softmax,
     softmax_jacobian,
 )
@@ -103,6 +105,7 @@ __all__ = [
     "check_holds",
     "check_true",
     "collision_probability",
+    "conditional_objective",
     "cosine_alpha_star",
     "cosine_alpha_star_large_d",
     "cosine_density",
@@ -140,6 +143,7 @@ __all__ = [
     "retrieval_batch",
     "retrieval_error",
     "retrieval_task",
+    "row_best_scale",
     "sample_cosine_scores",
     "sample_gaussian_scores",
     "sampled_objective",
