@@ -45,6 +45,7 @@ from .initialization import (
 from .intervals import paired_difference, seed_interval
 from .montecarlo import (
     TypicalRowScales,
+    conditional_mean_log_scale,
     conditional_objective,
     sample_cosine_scores,
     sample_gaussian_scores,
@@ -105,6 +106,7 @@ __all__ = [
     "check_holds",
     "check_true",
     "collision_probability",
+    "conditional_mean_log_scale",
     "conditional_objective",
     "cosine_alpha_star",
     "cosine_alpha_star_large_d",
