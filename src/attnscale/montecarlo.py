@@ -296,7 +296,7 @@ def _graded_unit_nodes(smallest=1e-12, ratio=3.0, order=6):
 
 
 def conditional_objective(alphas, n, rows, rng, *, scores="gaussian", d=None, log=False):
-    r"""Per-row conditional expectations of :math:`\alpha(1 - \sum_i p_i^2)` with the largest score integrated out.
+    r"""Per-row expectations of :math:`\alpha(1 - \sum_i p_i^2)` with the largest score integrated out.
 
     Conditional Monte Carlo for rows of :math:`n` independent scores: the
     second-largest score :math:`x_2` and the :math:`n - 2` scores below it
@@ -443,6 +443,8 @@ def conditional_mean_log_scale(n, *, scores="gaussian", d=None, rows=200, seeds=
 
     n = _count(n, "n", 2)
     rows, seeds, seed = _count(rows, "rows", 10), _count(seeds, "seeds", 2), _count(seed, "seed", 0)
+    if scores not in ("gaussian", "cosine"):
+        raise ValueError(f"scores must be 'gaussian' or 'cosine', got {scores!r}")
     star = float(gaussian_alpha_star(n) if scores == "gaussian" else cosine_alpha_star(n, d))
     alphas = np.geomspace(1.2 * star, 2.6 * star, 16) if alphas is None else _validate.scale(alphas, "alphas")
     ratio = alphas[1:] / alphas[:-1]
@@ -455,7 +457,9 @@ def conditional_mean_log_scale(n, *, scores="gaussian", d=None, rows=200, seeds=
         ).mean(axis=1)
         top = int(np.argmax(curve))
         if top in (0, alphas.size - 1):
-            raise ValueError(f"the maximizer of batch {k} lies at the end of alphas ({alphas[top]:g}): widen the grid")
+            raise ValueError(
+                f"the maximizer of batch {k} lies at the end of alphas ({alphas[top]:g}): widen the grid"
+            )
         best.append(float(_refined_argmax(alphas, curve)))
     best = np.asarray(best)
     half = float(stats.t.ppf(0.975, seeds - 1) * best.std(ddof=1) / np.sqrt(seeds))
