@@ -218,3 +218,43 @@ def test_no_warnings_at_the_ends_of_the_domain():
         for d in (2, 65536):
             for alpha in (1e-12, 1e4):
                 assert np.isfinite(at.expected_gradient(alpha, n, "cosine", d))
+
+
+@pytest.mark.parametrize(
+    ("n", "rows", "scores", "d"),
+    [
+        (2, 4000, "gaussian", None),
+        (40, 1000, "gaussian", None),
+        (4096, 300, "gaussian", None),
+        (64, 600, "cosine", 128),
+        (512, 300, "cosine", 16),
+    ],
+)
+def test_conditional_monte_carlo_within_standard_errors(n, rows, scores, d):
+    """The largest score integrated out: unbiased for the exact mean, with a small spread at large alpha."""
+    alphas = np.array([0.5, 3.0, 30.0, 300.0]) * (1.0 if scores == "gaussian" else np.sqrt(d))
+    values = at.conditional_objective(alphas, n, rows, np.random.default_rng(n + rows), scores=scores, d=d)
+    mean, se = values.mean(axis=1), values.std(axis=1, ddof=1) / np.sqrt(rows)
+    exact = at.expected_gradient(alphas, n, scores, d)
+    assert np.all(np.abs(mean - exact) <= 4 * se), (mean, exact, se)
+    if n > 2:  # at large alpha a plain sample would be off by tens of percent; this is not
+        assert np.all(se[2:] / exact[2:] < 0.02), se / exact
+
+
+def test_conditional_log_matches_plain_sample_mean_of_log():
+    alphas = np.array([2.0, 4.0, 8.0])
+    cond = at.conditional_objective(alphas, 256, 2000, np.random.default_rng(1), log=True)
+    rows = at.sample_gaussian_scores(4000, 256, np.random.default_rng(2))
+    plain = np.log(at.sampled_objective(rows, alphas))
+    se = np.hypot(cond.std(axis=1) / np.sqrt(2000), plain.std(axis=1) / np.sqrt(4000))
+    assert np.all(np.abs(cond.mean(axis=1) - plain.mean(axis=1)) <= 4 * se)
+
+
+def test_conditional_mean_log_scale_agrees_with_typical_rows():
+    plain = at.typical_row_scales(512, rows=400, seeds=5, seed=3).mean_log
+    est, half, per_seed = at.conditional_mean_log_scale(512, rows=150, seeds=4, seed=9)
+    assert per_seed.shape == (4,) and half < plain[1]
+    t = 2.776  # 95% half-widths over 5 and 4 batches -> standard errors
+    assert abs(est - plain[0]) <= 5 * np.hypot(half / 3.182, plain[1] / t)
+    with pytest.raises(ValueError, match="widen"):
+        at.conditional_mean_log_scale(512, rows=50, seeds=2, alphas=np.geomspace(0.5, 1.0, 6))

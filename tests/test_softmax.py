@@ -233,3 +233,42 @@ def test_frobenius_bounds(s, alpha):
 def test_frobenius_bad_input(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_row_best_scale_two_routes_and_an_optimizer():
+    from scipy.optimize import minimize_scalar
+
+    rows = np.random.default_rng(5).standard_normal((40, 33)) * 1.7
+    for norm, f in (("l1", at.gradient_objective), ("frobenius", at.gradient_frobenius)):
+        golden = at.row_best_scale(rows, norm)
+        root = at.row_best_scale(rows, norm, method="stationarity")
+        np.testing.assert_allclose(golden, root, rtol=1e-6)
+        bounded = [
+            minimize_scalar(
+                lambda a, r=r, f=f: -f(r, a),
+                bounds=(0.8 * g, 1.25 * g),
+                method="bounded",
+                options={"xatol": 1e-12 * g},
+            ).x
+            for r, g in zip(rows, golden, strict=True)
+        ]
+        np.testing.assert_allclose(golden, bounded, rtol=1e-6)
+
+
+def test_row_best_scale_two_keys_closed_form():
+    # two keys at gap g: best scale u*/g with u tanh(u/2) = 1; both norms agree
+    from scipy.optimize import brentq
+
+    u_star = brentq(lambda u: u * np.tanh(u / 2) - 1, 0.5, 3.0, xtol=1e-14)
+    gaps = np.array([0.01, 0.3, 1.0, 2.5])
+    rows = np.column_stack([gaps, np.zeros_like(gaps)])
+    np.testing.assert_allclose(at.row_best_scale(rows), u_star / gaps, rtol=1e-7)
+    np.testing.assert_allclose(at.row_best_scale(rows, "frobenius"), u_star / gaps, rtol=1e-7)
+
+
+def test_row_best_scale_tied_top_runs_to_the_grid_end():
+    grid = np.geomspace(0.1, 1e3, 50)
+    best = at.row_best_scale(np.array([[1.0, 1.0, 0.0], [2.0, 2.0, 2.0]]), grid=grid)
+    assert np.all(best > 0.9 * grid[-1])  # no finite maximizer: alpha (1 - 1/k) grows
+    with pytest.raises(ValueError, match="norm"):
+        at.row_best_scale(np.ones((2, 3)), norm="l2")

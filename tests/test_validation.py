@@ -126,6 +126,26 @@ CALLS = [
     (at.sample_gaussian_scores, dict(samples=2, n=4, rng=RNG), dict(samples="count", n="count")),
     (at.sample_cosine_scores, dict(samples=2, n=4, d=8, rng=RNG), dict(samples="count", d="dimension")),
     (at.sampled_objective, dict(scores=np.ones((2, 3)), alphas=[1.0]), dict(scores="scores", alphas="scale")),
+    (
+        at.conditional_objective,
+        dict(alphas=[1.0, 3.0], n=8, rows=5, rng=RNG),
+        dict(alphas="scale", n="count", rows="count"),
+    ),
+    (
+        at.conditional_objective,
+        dict(alphas=[1.0, 3.0], n=8, rows=5, rng=RNG, scores="cosine", d=16),
+        dict(d="dimension"),
+    ),
+    (
+        at.conditional_mean_log_scale,
+        dict(n=64, rows=50, seeds=2),
+        dict(n="count", rows="count", seeds="count"),
+    ),
+    (
+        at.row_best_scale,
+        dict(s=np.array([[0.3, -1.2, 2.0], [0.0, 1.0, 0.5]])),
+        dict(s="scores"),
+    ),
     (at.retrieval_task, dict(samples=2, n=4, rng=RNG), dict(samples="count", n="count", signal="scale")),
     (at.xavier_std, dict(fan_in=4, fan_out=8), dict(fan_in="fan", fan_out="fan")),
     (at.he_std, dict(fan_in=4), dict(fan_in="fan")),

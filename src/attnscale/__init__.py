@@ -47,6 +47,8 @@ from .initialization import (
 from .intervals import paired_difference, seed_interval
 from .montecarlo import (
     TypicalRowScales,
+    conditional_mean_log_scale,
+    conditional_objective,
     sample_cosine_scores,
     sample_gaussian_scores,
     sampled_objective,
@@ -69,6 +71,7 @@ from .softmax import (
     gradient_l1,
     gradient_objective,
     renyi2_entropy,
+    row_best_scale,
     softmax,
     softmax_jacobian,
 )
@@ -108,6 +111,8 @@ __all__ = [
     "check_holds",
     "check_true",
     "collision_probability",
+    "conditional_mean_log_scale",
+    "conditional_objective",
     "cosine_alpha_star",
     "cosine_alpha_star_large_d",
     "cosine_density",
@@ -146,6 +151,7 @@ __all__ = [
     "retrieval_batch",
     "retrieval_error",
     "retrieval_task",
+    "row_best_scale",
     "sample_cosine_scores",
     "sample_gaussian_scores",
     "sampled_objective",

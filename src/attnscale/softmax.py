@@ -34,6 +34,7 @@ __all__ = [
     "gradient_l1",
     "gradient_objective",
     "renyi2_entropy",
+    "row_best_scale",
     "softmax",
     "softmax_jacobian",
 ]
@@ -394,3 +395,102 @@ def _renyi2_kernel(s, alpha):
     spread = np.sum(p * complement, axis=-1)  # = 1 - collision, without cancellation
     with np.errstate(divide="ignore"):
         return np.where(collision < 0.5, -np.log(collision), -np.log1p(-np.minimum(spread, 0.5)))
+
+
+def _row_moments(s, alpha):
+    """p = softmax(alpha s) per row (alpha one per row), its power sums S_k and the slopes dS_k/dalpha."""
+    with np.errstate(under="ignore"):
+        p = np.exp(alpha[:, None] * s)  # s is shifted: its maximum is 0
+    p /= p.sum(axis=-1, keepdims=True)
+    mean = np.sum(p * s, axis=-1)
+    p2 = p * p
+    s2, s3 = p2.sum(axis=-1), np.sum(p2 * p, axis=-1)
+    ds2 = 2.0 * (np.sum(p2 * s, axis=-1) - s2 * mean)
+    ds3 = 3.0 * (np.sum(p2 * p * s, axis=-1) - s3 * mean)
+    return s2, s3, ds2, ds3
+
+
+def _row_value(s, alpha, norm):
+    with np.errstate(under="ignore"):
+        p = np.exp(alpha[:, None] * s)  # s is shifted: its maximum is 0
+    total = p.sum(axis=-1)
+    p2 = p * p
+    s2 = p2.sum(axis=-1) / total**2
+    if norm == "l1":
+        return alpha * (1.0 - s2)
+    s3 = np.sum(p2 * p, axis=-1) / total**3
+    return alpha * np.sqrt(np.maximum(s2 - 2.0 * s3 + s2 * s2, 0.0))
+
+
+def _row_slope_sign(s, alpha, norm):
+    """A quantity with the sign of the derivative of the norm in alpha."""
+    s2, s3, ds2, ds3 = _row_moments(s, alpha)
+    if norm == "l1":
+        return 1.0 - s2 - alpha * ds2
+    q = s2 - 2.0 * s3 + s2 * s2  # F^2 = alpha^2 q: d/dalpha has the sign of 2q + alpha q'
+    return 2.0 * q + alpha * (ds2 - 2.0 * ds3 + 2.0 * s2 * ds2)
+
+
+def row_best_scale(s, norm="l1", method="optimizer", grid=None, iterations=40):
+    r"""Each row's own best scale: the maximizer over :math:`\alpha` of a norm of its softmax Jacobian.
+
+    Chapter *The softmax Jacobian*.  For a row with a unique largest score
+    both norms vanish at :math:`\alpha = 0` and as :math:`\alpha \to \infty`,
+    so they have a finite maximizer; this finds the one of largest value on
+    ``grid`` and refines it, for all rows at once.
+
+    Parameters
+    ----------
+    s : array_like
+        Scores, shape ``(rows, n)``, finite.
+    norm : {"l1", "frobenius"}
+        Half the entrywise L1 norm, :math:`\alpha(1 - \sum_i p_i^2)`, or the
+        Frobenius norm.
+    method : {"optimizer", "stationarity"}
+        Refine the grid's best point by golden-section search on the norm
+        itself, or by bisection on the sign of its derivative (closed form,
+        from :math:`d\sum_i p_i^k/d\alpha = k\sum_i p_i^k (s_i - \bar s)`);
+        two independent routes to the same maximizer.
+    grid : array_like, optional
+        Increasing positive scales that bracket the maximizers; by default
+        120 log-spaced points from 0.05 to :math:`10^5`.
+    iterations : int
+        Refinement steps (each shrinks the bracket by 0.618 or 0.5).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(rows,)``.  A row whose maximizer lies beyond the grid (its two
+        largest scores closer than about :math:`1/\max(\mathrm{grid})`) gets
+        a value near the grid's end; with a tied largest score there is no
+        maximizer at all (the L1 norm tends to :math:`\alpha(1 - 1/k)` for
+        :math:`k` tied keys).
+    """
+    s = _validate.scores(s, "s")
+    if s.ndim != 2:
+        raise ValueError(f"s must have shape (rows, n), got {s.shape}")
+    if norm not in ("l1", "frobenius"):
+        raise ValueError(f"norm must be 'l1' or 'frobenius', got {norm!r}")
+    if method not in ("optimizer", "stationarity"):
+        raise ValueError(f"method must be 'optimizer' or 'stationarity', got {method!r}")
+    grid = np.geomspace(0.05, 1e5, 120) if grid is None else _validate.scale(grid, "grid")
+    if grid.ndim != 1 or grid.size < 3 or np.any(grid <= 0) or np.any(np.diff(grid) <= 0):
+        raise ValueError("grid must be an increasing one-dimensional array of at least 3 positive scales")
+    s = s - s.max(axis=-1, keepdims=True)  # softmax and both norms are shift-invariant
+    rows = s.shape[0]
+    values = np.stack([_row_value(s, np.full(rows, a), norm) for a in grid])
+    k = np.argmax(values, axis=0)
+    lo = np.log(grid[np.maximum(k - 1, 0)])
+    hi = np.log(grid[np.minimum(k + 1, grid.size - 1)])
+    if method == "optimizer":
+        ratio = (np.sqrt(5.0) - 1.0) / 2.0
+        for _ in range(int(iterations)):
+            c, d = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+            left = _row_value(s, np.exp(c), norm) > _row_value(s, np.exp(d), norm)
+            lo, hi = np.where(left, lo, c), np.where(left, d, hi)
+    else:
+        for _ in range(int(iterations)):
+            mid = 0.5 * (lo + hi)
+            rising = _row_slope_sign(s, np.exp(mid), norm) > 0
+            lo, hi = np.where(rising, mid, lo), np.where(rising, hi, mid)
+    return np.exp(0.5 * (lo + hi))
