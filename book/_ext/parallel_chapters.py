@@ -25,6 +25,10 @@ from inside, so the README's build command stays one plain line:
   handler) and nothing in its domain's data, but lacks the
   ``merge_domaindata`` method that Sphinx calls after a parallel read; an
   empty one is added.
+* When a chapter fails in a worker process, Sphinx re-raises only the
+  exception's first line (the chapter's path) and drops the worker's
+  traceback, which holds the failing cell and its error; it is printed
+  here, so a parallel build says why it failed as a serial one does.
 
 Only the read is affected: what each chapter computes, and every way the
 build fails (``tests/test_book.py`` injects each fault into a book large
@@ -34,10 +38,13 @@ enough to be read in parallel), stay the same.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import sphinx.builders
+from sphinx.errors import SphinxParallelError
 from sphinx.util import logging
+from sphinx.util.parallel import ParallelTasks
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +80,21 @@ def _heaviest_first(app):
     return make_chunks
 
 
+def _join_one_reporting(join_one):
+    """``ParallelTasks._join_one`` that prints a failed worker's traceback before re-raising."""
+
+    def wrapped(self):
+        try:
+            return join_one(self)
+        except SphinxParallelError as error:
+            sys.stderr.write(f"\nThe failing worker's traceback:\n{error.traceback}\n")
+            sys.stderr.flush()
+            raise
+
+    wrapped.reports_worker_traceback = True
+    return wrapped
+
+
 def _configure(app, config):
     app.parallel = build_jobs()
     for name in UNDECLARED_BUT_SAFE:
@@ -81,6 +103,8 @@ def _configure(app, config):
             extension.parallel_read_safe = True
     if app.parallel > 1:
         sphinx.builders.make_chunks = _heaviest_first(app)
+        if not getattr(ParallelTasks._join_one, "reports_worker_traceback", False):
+            ParallelTasks._join_one = _join_one_reporting(ParallelTasks._join_one)
 
 
 def setup(app):
