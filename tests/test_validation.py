@@ -179,6 +179,11 @@ CALLS = [
         dict(activation=np.tanh, depth=3, width=8, rng=RNG),
         dict(depth="count", width="count", weight_std="std"),
     ),
+    (
+        at.log_growth_law,
+        dict(architecture="rezero", width=8, branch_scale=0.5),
+        dict(width="count", branch_scale="scale"),
+    ),
 ]
 
 CASES = [
