@@ -45,8 +45,9 @@ def test_chapters_state_the_same_answer(key, chapter):
 def test_answers_are_computed_not_typed():
     """Different settings give different numbers: the text is computed."""
     a, b = at.answers(n=512), at.answers(n=4096)
-    assert a["dot"].confidence != b["dot"].confidence
+    assert a["cosine"].confidence != b["cosine"].confidence
     assert a["dot"].recommendation == b["dot"].recommendation  # the advice itself does not depend on n
+    assert at.answers(context=2048)["decoder"].confidence != at.answers(context=4096)["decoder"].confidence
 
 
 @pytest.mark.parametrize("bad", [{"n": 1}, {"d": 1.5}, {"context": True}])

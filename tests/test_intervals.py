@@ -49,3 +49,38 @@ def test_coverage_by_simulation():
 def test_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "half_a, seeds_a, half_b, seeds_b, level",
+    [(0.2, 5, 0.05, 5, 1e-3), (0.35, 5, 0.03, 5, 1e-2), (1.0, 3, 1.0, 20, 0.05), (0.1, 10, 0.0, 5, 1e-4)],
+)
+def test_welch_tolerance_is_where_welch_test_rejects(half_a, seeds_a, half_b, seeds_b, level):
+    """At the tolerance, scipy's Welch test (from the batches' standard deviations) has p = level."""
+    tol = at.welch_tolerance(half_a, seeds_a, half_b, seeds_b, level=level)
+    sd = [h / stats.t.ppf(0.975, k - 1) * np.sqrt(k) for h, k in ((half_a, seeds_a), (half_b, seeds_b))]
+    result = stats.ttest_ind_from_stats(tol, sd[0], seeds_a, 0.0, sd[1], seeds_b, equal_var=False)
+    assert result.pvalue == pytest.approx(level, rel=1e-8)
+
+
+def test_welch_tolerance_with_one_exact_side_is_the_t_interval():
+    """A side without error leaves the other's own Student-t interval (at the same level)."""
+    assert at.welch_tolerance(0.3, 4, 0.0, 9, level=0.05) == pytest.approx(0.3, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(half_a=-0.1), ValueError, "half_a"),
+        (dict(half_a=0.0, half_b=0.0), ValueError, "both 0"),
+        (dict(seeds_a=1), ValueError, "seeds_a"),
+        (dict(seeds_b=2.5), TypeError, "seeds_b"),
+        (dict(level=0.0), ValueError, "level"),
+        (dict(interval_level=1.0), ValueError, "interval_level"),
+        (dict(half_b=np.nan), ValueError, "half_b"),
+    ],
+)
+def test_welch_tolerance_refuses_bad_input(kwargs, error, name):
+    arguments = dict(half_a=0.1, seeds_a=5, half_b=0.1, seeds_b=5) | kwargs
+    with pytest.raises(error, match=name):
+        at.welch_tolerance(**arguments)

@@ -44,7 +44,7 @@ from .initialization import (
     uniform_bound,
     xavier_std,
 )
-from .intervals import paired_difference, seed_interval
+from .intervals import paired_difference, seed_interval, welch_tolerance
 from .montecarlo import (
     TypicalRowScales,
     conditional_mean_log_scale,
@@ -171,6 +171,7 @@ __all__ = [
     "use_book_style",
     "xavier_std",
     "yarn_scale",
+    "welch_tolerance",
 ]
 
 # Part IV, recipes: every published length rule (issue 14).

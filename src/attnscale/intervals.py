@@ -7,7 +7,10 @@ differ only in their seed, the mean :math:`\bar x` has the interval
 
 :math:`s` the sample standard deviation and :math:`c` the confidence
 level.  For two arms paired by seed (same initial weights, same batches),
-the interval of the difference is that of the per-seed differences.
+the interval of the difference is that of the per-seed differences.  Two
+independent estimates, each given as a mean and its interval over its own
+batches, agree when their difference passes Welch's two-sided t test
+(:func:`welch_tolerance`).
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import numpy as np
 from scipy import stats
 
 from . import _validate
+from .montecarlo import _count
 
-__all__ = ["paired_difference", "seed_interval"]
+__all__ = ["paired_difference", "seed_interval", "welch_tolerance"]
 
 
 def seed_interval(values, axis=0, level=0.95):
@@ -79,3 +83,57 @@ def paired_difference(a, b, axis=0, level=0.95):
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape (paired by seed), got {a.shape} and {b.shape}")
     return seed_interval(a - b, axis=axis, level=level)
+
+
+def welch_tolerance(half_a, seeds_a, half_b, seeds_b, level=1e-3, interval_level=0.95):
+    r"""The largest difference of two independent means that Welch's t test accepts.
+
+    Each mean is given as :func:`seed_interval` reports it: the half-width
+    ``half`` of its ``interval_level`` Student-t interval over ``seeds``
+    independent batches, so its standard error is
+    :math:`s_i = h_i / t_{k_i-1,\,(1+c)/2}`.  The difference of the means has
+    standard error :math:`s = \sqrt{s_a^2 + s_b^2}` and, by Welch and
+    Satterthwaite, :math:`\nu = s^4 / (s_a^4/(k_a-1) + s_b^4/(k_b-1))`
+    degrees of freedom; the two-sided test at ``level`` accepts
+    :math:`|\bar a - \bar b| \le t_{\nu,\,1-\mathrm{level}/2}\, s`.  With
+    standard errors estimated from a few batches this is far wider than a
+    fixed number of standard errors would suggest (five batches: 8.6
+    standard errors at level 1e-3, where the normal law says 3.3).
+
+    Parameters
+    ----------
+    half_a, half_b : float
+        Half-widths, ``>= 0``, not both 0.
+    seeds_a, seeds_b : int
+        Batches behind each mean, ``>= 2``.
+    level : float, optional
+        The test's two-sided level in (0, 1): how often two estimates of
+        the same quantity are declared different.
+    interval_level : float, optional
+        The level of the intervals the half-widths belong to.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from attnscale import welch_tolerance
+    >>> round(welch_tolerance(0.1, 5, 0.0, 5, level=0.05), 4)
+    0.1
+    """
+    halves = [float(_validate.real_array(h, name)) for h, name in ((half_a, "half_a"), (half_b, "half_b"))]
+    for h, name in zip(halves, ("half_a", "half_b")):
+        if h < 0:
+            raise ValueError(f"{name} must be >= 0, got {h:g}")
+    if halves[0] == 0 and halves[1] == 0:
+        raise ValueError("half_a and half_b are both 0: no error to test against")
+    counts = [_count(k, name, 2) for k, name in ((seeds_a, "seeds_a"), (seeds_b, "seeds_b"))]
+    for value, name in ((level, "level"), (interval_level, "interval_level")):
+        value = float(_validate.real_array(value, name))
+        if not 0.0 < value < 1.0:
+            raise ValueError(f"{name} must lie in (0, 1), got {value:g}")
+    errors = [h / stats.t.ppf(0.5 + interval_level / 2, k - 1) for h, k in zip(halves, counts)]
+    total = np.hypot(*errors)
+    dof = total**4 / sum(e**4 / (k - 1) for e, k in zip(errors, counts))
+    return float(stats.t.ppf(1 - level / 2, dof) * total)

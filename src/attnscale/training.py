@@ -69,6 +69,9 @@ __all__ = [
 ]
 
 OPTIMIZERS = ("sgd", "adam")
+#: The training chapter's tuned-rate comparison: head dimension, numbers of
+#: keys and seeds (the answers table quotes the scales it tried there).
+TUNED_D, TUNED_LENGTHS, TUNED_SEEDS = 16, (64, 256), 5
 #: Numbers of evaluation keys, and of attention weights, held at a time.
 _EVAL_KEYS, _EVAL_WEIGHTS = 2**22, 2**24
 LOSSES = ("ce", "readout")
