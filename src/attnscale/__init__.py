@@ -169,9 +169,9 @@ __all__ = [
     "typical_row_scales",
     "uniform_bound",
     "use_book_style",
+    "welch_tolerance",
     "xavier_std",
     "yarn_scale",
-    "welch_tolerance",
 ]
 
 # Part IV, recipes: every published length rule (issue 14).

@@ -123,7 +123,7 @@ def welch_tolerance(half_a, seeds_a, half_b, seeds_b, level=1e-3, interval_level
     0.1
     """
     halves = [float(_validate.real_array(h, name)) for h, name in ((half_a, "half_a"), (half_b, "half_b"))]
-    for h, name in zip(halves, ("half_a", "half_b")):
+    for h, name in zip(halves, ("half_a", "half_b"), strict=True):
         if h < 0:
             raise ValueError(f"{name} must be >= 0, got {h:g}")
     if halves[0] == 0 and halves[1] == 0:
@@ -133,7 +133,7 @@ def welch_tolerance(half_a, seeds_a, half_b, seeds_b, level=1e-3, interval_level
         value = float(_validate.real_array(value, name))
         if not 0.0 < value < 1.0:
             raise ValueError(f"{name} must lie in (0, 1), got {value:g}")
-    errors = [h / stats.t.ppf(0.5 + interval_level / 2, k - 1) for h, k in zip(halves, counts)]
+    errors = [h / stats.t.ppf(0.5 + interval_level / 2, k - 1) for h, k in zip(halves, counts, strict=True)]
     total = np.hypot(*errors)
-    dof = total**4 / sum(e**4 / (k - 1) for e, k in zip(errors, counts))
+    dof = total**4 / sum(e**4 / (k - 1) for e, k in zip(errors, counts, strict=True))
     return float(stats.t.ppf(1 - level / 2, dof) * total)
