@@ -1,0 +1,392 @@
+/* The scale calculator of the recipes page: attnscale.recommend_scale in the
+ * reader's browser, with no kernel and no network.
+ *
+ * recommend(setting, table) mirrors the rows of attnscale.recipes.RULES in
+ * the same order, with the same names, sources and notes.  Closed-form rules
+ * are computed here; the causal Gaussian gradient row is interpolated in
+ * log n from the table that book/_ext/calculator_table.py writes at build
+ * time; rows that need the package's solvers (the cosine gradient, the
+ * exact entropy match) say "see the CLI" instead of printing an
+ * approximation.  tests/test_calculator_page.py compares every number with
+ * the package.  The form itself is in book/recipes.md (a raw HTML block).
+ */
+(function () {
+  "use strict";
+
+  const MAX_KEYS = 1e15; // attnscale.recipes.MAX_KEYS
+  const MAX_D = 1e6; // beyond, InfoScale's expm1 ratio loses its digits
+  const MAX_ALPHA = 1e6; // beyond, alpha_L^2 in the sqrt rule nears overflow
+  const LOG2 = Math.log(2);
+
+  // Python's format(x, ".{p}g") (and ":g", p = 6), so that names and notes
+  // read exactly as the command line prints them.
+  function fmtG(x, p = 6) {
+    if (x === 0) return "0";
+    const [mantissa, exponent] = x.toExponential(p - 1).split("e");
+    const e = parseInt(exponent, 10);
+    const strip = (s) => (s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s);
+    if (e < -4 || e >= p) {
+      const digits = String(Math.abs(e)).padStart(2, "0"); // Python: 1e+06
+      return strip(mantissa) + "e" + (e < 0 ? "-" : "+") + digits;
+    }
+    return strip(x.toFixed(p - 1 - e));
+  }
+
+  // Python's round(): halves go to the even integer (the package rounds n so).
+  function roundHalfEven(x) {
+    const r = Math.round(x);
+    return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+  }
+
+  // Principal branch of Lambert W for x > 1 (Halley's iteration, which
+  // converges cubically from log x - log log x; a few steps reach rounding).
+  function lambertW(x) {
+    let w = x < 3 ? 0.5 * Math.log1p(x) + 0.3 : Math.log(x) - Math.log(Math.log(x));
+    for (let k = 0; k < 30; k++) {
+      const ew = Math.exp(w);
+      const f = w * ew - x;
+      const step = f / (ew * (w + 1) - ((w + 2) * f) / (2 * w + 2));
+      w -= step;
+      if (Math.abs(step) <= 1e-16 * Math.abs(w)) break;
+    }
+    return w;
+  }
+
+  // attnscale.gaussian_alpha_star: sqrt(W(sqrt(e)/2 n) - 1/2), in closed form.
+  function gaussianAlphaStar(n) {
+    return Math.sqrt(lambertW(0.5 * Math.exp(0.5) * n) - 0.5);
+  }
+
+  // Cubic Lagrange interpolation through the four nodes around x (nodes need
+  // not be uniform: the table's are rounded to integers).
+  function cubicAt(xs, ys, x) {
+    let i = 1;
+    while (i < xs.length - 3 && xs[i + 1] < x) i++;
+    const idx = [i - 1, i, i + 1, i + 2];
+    let sum = 0;
+    for (const a of idx) {
+      let w = 1;
+      for (const b of idx) if (b !== a) w *= (x - xs[b]) / (xs[a] - xs[b]);
+      sum += w * ys[a];
+    }
+    return sum;
+  }
+
+  // attnscale.best_causal_scale(round(n)) for Gaussian scores, from the table:
+  // exact up to its last length, then cubic in log n (log of the scale, the
+  // share itself).  The key count whose optimum the scale is solves the
+  // stationarity condition (1 + 2 alpha^2) e^(alpha^2) = n, so it is exact.
+  function causalGaussian(n, table) {
+    const m = roundHalfEven(n);
+    const exact = table.causalExact;
+    let alpha, share;
+    if (m - 2 < exact.length) [alpha, share] = exact[m - 2];
+    else {
+      const x = Math.log(m);
+      const ln = table.causalLogN;
+      alpha = Math.exp(cubicAt(ln, table.causalLog.map((r) => Math.log(r[0])), x));
+      share = cubicAt(ln, table.causalLog.map((r) => r[1]), x);
+    }
+    return [alpha, (1 + 2 * alpha * alpha) * Math.exp(alpha * alpha), share];
+  }
+
+  function cliNote(name, s) {
+    let args = `--d ${fmtG(s.d)} --n ${fmtG(s.n)}`;
+    if (s.scores === "cosine") args += " --scores cosine";
+    if (s.causal) args += " --causal";
+    if (s.L !== null) args += ` --train-length ${fmtG(s.L)}`;
+    if (s.headScale !== null) args += ` --head-scale ${fmtG(s.headScale)}`;
+    return `${name}: needs the package's solver; see the CLI: python -m attnscale scale ${args}`;
+  }
+
+  // --- the rules, one small function each, as in attnscale.recipes -------
+  // Each returns {unit} (a scale on the unit-variance score) or {cli: true}
+  // or no unit, and its notes.
+
+  function gradient(s, table) {
+    const notes = [];
+    if (s.scores !== "dot") return { cli: true, notes };
+    let alpha;
+    if (s.causal) {
+      const [a, nRef, share] = causalGaussian(s.n, table);
+      alpha = a;
+      notes.push(
+        `causal: the best fixed scale is alpha*(n = ${fmtG(nRef, 4)}), the optimum for that many keys; ` +
+          `it keeps ${(share * 100).toFixed(1)}% of each position's best mean-field gradient on average ` +
+          `over positions 2 .. ${fmtG(roundHalfEven(s.n))}`,
+      );
+    } else {
+      alpha = gaussianAlphaStar(s.n);
+    }
+    notes.push(
+      "gradient: the scale maximizes the source's mean-field objective; the book finds the exact " +
+        "expected gradient rising toward a limit with no maximum on the range it computes " +
+        "(a numerical finding, proved only for n = 2)",
+    );
+    return { unit: alpha, notes };
+  }
+
+  function yarnSquare(s) {
+    const stretch = Math.max(s.n / s.L, 1);
+    const m = stretch > 1 ? 0.1 * Math.log(stretch) + 1 : 1;
+    return m * m;
+  }
+
+  function sqrtRule(s) {
+    if (s.scores !== "dot") {
+      return { notes: ["the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given"] };
+    }
+    const meanField = s.a * s.a + 2 * Math.log(s.n / s.L);
+    if (!(meanField > 0)) {
+      return {
+        notes: [
+          "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, " +
+            "so no scale at n matches it",
+        ],
+      };
+    }
+    const notes = [];
+    if (s.a * s.a >= 2 * Math.log(s.L)) {
+      notes.push(
+        "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field " +
+          "entropy no longer describes the head",
+      );
+    }
+    return { unit: Math.sqrt(meanField), notes };
+  }
+
+  const withL = (s) => s.L !== null;
+  const RULES = [
+    { name: () => "standard 1/sqrt(d)", source: () => "Vaswani et al. 2017", run: () => ({ unit: 1, notes: [] }) },
+    {
+      name: (s) =>
+        s.scores === "dot"
+          ? s.causal ? "gradient, causal (Gaussian mean field)" : "gradient (Gaussian mean field)"
+          : "gradient (cosine mean field)" + (s.causal ? ", causal" : ""),
+      source: (s) => (s.causal && s.scores === "dot" ? "book ch. decoders" : "Su 2023 (9812)"),
+      run: gradient,
+    },
+    {
+      name: () => "entropy-invariant log_512(n)",
+      source: () => "Su 2021 (8823), base 512",
+      applies: (s) => s.L === null,
+      run: (s) => ({
+        unit: Math.log(s.n) / Math.log(512),
+        notes: ["give train_length (--train-length) to add the length rules"],
+      }),
+    },
+    {
+      name: (s) => `entropy-invariant a_L*log_${fmtG(s.L)}(n)`,
+      source: () => "Su 2021 (8823)",
+      applies: withL,
+      run: (s) => ({ unit: (s.a * Math.log(s.n)) / Math.log(s.L), notes: [] }),
+    },
+    {
+      name: () => "Qwen logn (queries, n > L only)",
+      source: () => "Bai et al. 2023",
+      applies: withL,
+      run: (s) => ({ unit: s.a * Math.max(1, Math.log(s.n) / Math.log(s.L)), notes: [] }),
+    },
+    {
+      name: () => "YaRN dynamic, mscale(n/L)^2",
+      source: () => "Peng et al. 2023",
+      applies: withL,
+      run: (s) => ({
+        unit: s.a * yarnSquare(s),
+        notes: [
+          "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False " +
+            "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its " +
+            "fine-tuned window sL, as static YaRN does",
+          "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; " +
+            "the rows above assume the window is n",
+        ],
+      }),
+    },
+    {
+      name: () => "LongRoPE, window n: 1+ln(n/L)/ln L",
+      source: () => "Ding et al. 2024",
+      applies: withL,
+      run: (s) => {
+        const stretch = Math.max(s.n / s.L, 1);
+        return { unit: s.a * (stretch > 1 ? 1 + Math.log(stretch) / Math.log(s.L) : 1), notes: [] };
+      },
+    },
+    {
+      name: () => "InfoScale",
+      source: () => "Li et al. 2025",
+      applies: withL,
+      // 1 - x^(-2/d) = -expm1(-2 ln x / d): no cancellation for large d
+      run: (s) => ({
+        unit: s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d)),
+        notes: [],
+      }),
+    },
+    {
+      name: () => "Llama 4 (NoPE layers), f(n)",
+      source: () => "Meta 2025",
+      applies: withL,
+      run: (s) => ({
+        unit: s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))),
+        notes: [
+          "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the " +
+            "queries of its NoPE layers at n keys; it ignores L and is never below 1",
+        ],
+      }),
+    },
+    { name: () => "sqrt rule sqrt(a_L^2 + 2 ln(n/L))", source: () => "ch. entropy-invariance", applies: withL, run: sqrtRule },
+    {
+      name: () => "QK-norm initial g = log2(L^2 - L)",
+      source: () => "Henry et al. 2020",
+      applies: (s) => s.L !== null && s.scores === "cosine",
+      run: (s) => ({ unit: (Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d), notes: [] }),
+    },
+    {
+      name: (s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`,
+      source: () => "ch. recipes",
+      applies: withL,
+      run: () => ({ cli: true, notes: [] }),
+    },
+  ];
+
+  // Checks one field; returns the number or throws the inline message.
+  function number(value, label, lo, hi, optional) {
+    const text = String(value ?? "").trim();
+    if (text === "" && optional) return null;
+    const x = Number(text);
+    if (text === "" || !Number.isFinite(x)) throw new Error(`${label}: enter a number`);
+    if (x < lo || x > hi) throw new Error(`${label}: must be between ${fmtG(lo)} and ${fmtG(hi)}`);
+    return x;
+  }
+
+  // The whole table for one setting: {entries, notes} or {error}.
+  function recommend(input, table) {
+    let s;
+    try {
+      s = {
+        d: number(input.d, "head dimension d", 2, MAX_D),
+        n: number(input.n, "number of keys n", 2, MAX_KEYS),
+        L: number(input.trainLength, "training length L", 2, MAX_KEYS, true),
+        headScale: number(input.headScale, "measured scale alpha_L", 1e-300, MAX_ALPHA, true),
+        scores: input.scores === "cosine" ? "cosine" : "dot",
+        causal: Boolean(input.causal),
+      };
+      if (s.headScale !== null && s.L === null) throw new Error("a measured alpha_L needs the training length L");
+    } catch (error) {
+      return { error: error.message };
+    }
+    s.a = s.headScale ?? 1;
+    const notes = [];
+    const addNote = (note) => notes.includes(note) || notes.push(note);
+    if (s.headScale !== null) addNote(`head measured: alpha_L = ${fmtG(s.a, 4)} at L = ${fmtG(s.L)}`);
+    else if (s.L !== null) {
+      addNote(
+        "no measured head: assumes alpha_L = 1 (unit-variance scores at the standard " +
+          "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)",
+      );
+    }
+    if (s.L !== null && s.n > s.L) {
+      addNote(
+        "the length rules say what keeps a head's entropy, not its loss: in the book's language model " +
+          "(ch. language-model) no rule applied only at test carried a model far past L; keep the trained " +
+          "scale, or train with the rule you will use, and measure",
+      );
+    }
+    const root = Math.sqrt(s.d);
+    const entries = [];
+    for (const rule of RULES) {
+      if (rule.applies && !rule.applies(s)) continue;
+      const name = rule.name(s);
+      const out = rule.run(s, table);
+      const entry = { criterion: name, source: rule.source(s), unit: null, scale: null, cli: Boolean(out.cli) };
+      if (out.cli) {
+        entries.push(entry);
+        out.notes.push(cliNote(name, s));
+      } else if (out.unit !== undefined) {
+        const raw = s.scores === "dot" ? out.unit / root : out.unit * root;
+        // never a degenerate scale, as the package's _run
+        if (Number.isFinite(out.unit) && out.unit > 0 && Number.isFinite(raw) && raw > 0) {
+          entries.push(Object.assign(entry, { unit: out.unit, scale: raw }));
+        } else {
+          out.notes.push(`${name}: gives no usable scale here; left out`);
+        }
+      }
+      out.notes.forEach(addNote);
+    }
+    return { entries, notes };
+  }
+
+  // --- the form ----------------------------------------------------------
+
+  function el(tag, text, attrs) {
+    const node = document.createElement(tag);
+    if (text !== undefined) node.textContent = text;
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    return node;
+  }
+
+  function render(form, table) {
+    const out = form.querySelector(".calc-output");
+    const message = form.querySelector(".calc-message");
+    const value = (name) => form.elements[name].value;
+    const result = recommend(
+      {
+        d: value("d"),
+        n: value("n"),
+        trainLength: value("train_length"),
+        headScale: value("head_scale"),
+        scores: value("scores"),
+        causal: form.elements.causal.checked,
+      },
+      table,
+    );
+    if (result.error) {
+      // the last good table stays, marked stale, with the reason beside it
+      message.textContent = result.error;
+      out.classList.add("calc-stale");
+      return;
+    }
+    message.textContent = "";
+    out.classList.remove("calc-stale");
+    const unit = value("scores") === "dot" ? "q·k" : "cos(q, k)";
+    const tbl = el("table", undefined, { class: "calc-table" });
+    tbl.append(el("caption", `scale for softmax(scale × ${unit})`));
+    const head = el("tr");
+    for (const h of ["criterion", "scale", "× standard", "source"]) head.append(el("th", h, { scope: "col" }));
+    tbl.append(el("thead")).firstChild.append(head);
+    const body = el("tbody");
+    for (const e of result.entries) {
+      const tr = el("tr");
+      tr.append(el("th", e.criterion, { scope: "row" }));
+      if (e.cli) tr.append(el("td", "see the CLI", { colspan: "2", class: "calc-cli" }));
+      else {
+        tr.append(el("td", fmtG(e.scale, 4)));
+        tr.append(el("td", e.unit < 1e3 ? e.unit.toFixed(3) : e.unit.toExponential(1)));
+      }
+      tr.append(el("td", e.source));
+      body.append(tr);
+    }
+    tbl.append(body);
+    const list = el("ul", undefined, { class: "calc-notes" });
+    for (const note of result.notes) list.append(el("li", note));
+    out.replaceChildren(tbl, el("p", "Notes:"), list);
+  }
+
+  function attach() {
+    const form = document.getElementById("attnscale-calculator");
+    if (!form) return; // every page loads this file; only the recipes page has the form
+    form.hidden = false; // hidden in the page source: without this script it cannot work
+    const table = window.ATTNSCALE_CALCULATOR_TABLE;
+    if (!table) {
+      form.querySelector(".calc-message").textContent = "The calculator's table did not load; use the CLI.";
+      return;
+    }
+    form.addEventListener("submit", (event) => event.preventDefault()); // Enter must not reload
+    form.addEventListener("input", () => render(form, table));
+    form.addEventListener("change", () => render(form, table));
+    render(form, table);
+  }
+
+  window.AttnScaleCalculator = { recommend, fmtG, gaussianAlphaStar, causalGaussian };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", attach);
+  else attach();
+})();
