@@ -22,10 +22,14 @@ One more test builds a probe book (the calculator's section of
 
 from __future__ import annotations
 
+import functools
+import http.server
 import importlib.util
 import math
 import os
 import shutil
+import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -228,3 +232,97 @@ def test_python_number_format(calculator):
     for precision in (4, 6):
         page = calculator.evaluate(f"(xs) => xs.map((x) => AttnScaleCalculator.fmtG(x, {precision}))", values)
         assert page == [format(v, f".{precision}g") for v in values]
+
+
+# --- the real form, on a probe book ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def probe_page(tmp_path_factory):
+    """The calculator's section of book/recipes.md built alone (a few seconds, no code cells)."""
+    if shutil.which("jupyter-book") is None:
+        pytest.skip("jupyter-book is not installed")
+    root = tmp_path_factory.mktemp("calculator-probe")
+    shutil.copy(ROOT / "_config.yml", root)
+    for name in ("_ext", "_static", "_templates"):
+        shutil.copytree(ROOT / "book" / name, root / "book" / name)
+    shutil.copy(ROOT / "book" / "references.bib", root / "book")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/probe\n")
+    text = (ROOT / "book" / "recipes.md").read_text()
+    start, end = text.index("(sec-calculator-page)="), text.index("(sec-sources-report)=")
+    (root / "book" / "probe.md").write_text("# Probe\n\n" + text[start:end])
+    # the build imports the attnscale this test imports (the worktree's)
+    env = dict(os.environ, PYTHONPATH=str(Path(at.__file__).resolve().parents[1]))
+    done = subprocess.run(
+        ["jupyter-book", "build", str(root)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    html = root / "_build" / "html"
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/book/probe.html"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_the_form_on_the_page(browser, probe_page):
+    tab = browser.new_page(viewport={"width": 390, "height": 800})
+    origin = probe_page.split("/book/")[0]
+    outside, problems = [], []
+    tab.on("request", lambda r: None if r.url.startswith((origin, "data:")) else outside.append(r.url))
+    tab.on("pageerror", lambda error: problems.append(str(error)))
+    tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    tab.goto(probe_page, wait_until="load")
+    form = tab.locator("#attnscale-calculator")
+    assert form.is_visible()
+    rows = tab.locator("#attnscale-calculator tbody tr")
+    # the defaults (d 128, n 65536, L 4096): the package's rows, the exact
+    # match left to the CLI
+    want = at.recommend_scale(d=128, n=65536, train_length=4096)
+    names = [e.criterion for e in want.entries if not e.criterion.startswith("exact")]
+    assert rows.locator("th").all_inner_texts() == [*names, "exact entropy match (gaussian)"]
+    first = rows.nth(1).locator("td").nth(0).inner_text()
+    assert first == format(want.entries[1].scale, ".4g")
+    # by keyboard: labels name the fields, typing updates the table
+    tab.get_by_label("number of keys").fill("")
+    tab.get_by_label("number of keys").press_sequentially("1")
+    message = tab.locator("#attnscale-calculator .calc-message")
+    assert "number of keys" in message.inner_text()
+    assert "calc-stale" in tab.locator("#attnscale-calculator .calc-output").get_attribute("class")
+    text = form.inner_text()
+    assert "NaN" not in text and "Infinity" not in text
+    tab.get_by_label("number of keys").press("End")
+    tab.keyboard.type("000")  # 1000
+    assert message.inner_text() == ""
+    tab.get_by_label("scores").select_option("cosine")
+    tab.get_by_label("causal").check()
+    text = form.inner_text()
+    assert "QK-norm initial g" in text and "see the CLI" in text
+    # a phone's width, light and dark: no sideways scroll, theme colours
+    for theme in ("light", "dark"):
+        tab.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        assert tab.evaluate("document.scrollingElement.scrollWidth") <= 390
+        colours = tab.evaluate(
+            """() => [getComputedStyle(document.querySelector('#calc-d')).color,
+                      getComputedStyle(document.querySelector('.bd-article')).color]"""
+        )
+        assert colours[0] == colours[1], (theme, colours)
+    # axe-core (vendored, as tests/test_browser.py uses it) on the form: no
+    # serious or critical violation, light and dark
+    tab.add_script_tag(path=str(ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"))
+    tab.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
+    for theme in ("light", "dark"):
+        tab.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        result = tab.evaluate("async () => await axe.run('#attnscale-calculator')")
+        serious = [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
+        assert serious == [], (theme, serious)
+    assert outside == [] and problems == [], (outside, problems)
+    tab.close()

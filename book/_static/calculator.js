@@ -352,7 +352,9 @@
     tbl.append(el("caption", `scale for softmax(scale × ${unit})`));
     const head = el("tr");
     for (const h of ["criterion", "scale", "× standard", "source"]) head.append(el("th", h, { scope: "col" }));
-    tbl.append(el("thead")).firstChild.append(head);
+    const thead = el("thead");
+    thead.append(head);
+    tbl.append(thead);
     const body = el("tbody");
     for (const e of result.entries) {
       const tr = el("tr");
