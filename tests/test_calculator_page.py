@@ -8,8 +8,9 @@ few hundred random settings across the documented domain in one
 
 * closed-form rows (and the Gaussian gradient scale, Lambert W in closed
   form) to ``CLOSED`` relative;
-* the causal Gaussian gradient row, interpolated from the build's table
-  (``book/_ext/calculator_table.py``), to ``INTERPOLATED`` relative;
+* the causal Gaussian gradient row and the cosine gradient row,
+  interpolated from the build's table (``book/_ext/calculator_table.py``),
+  to ``INTERPOLATED`` relative;
 * the same rows, in the same order, with the same names and sources; the
   rows the page cannot compute say "see the CLI" and give no number; the
   notes are the package's, word for word, except the causal note (its
@@ -29,6 +30,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -40,14 +42,18 @@ import attnscale as at
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "book" / "_static" / "calculator.js"
 CLOSED = 1e-9
-#: The causal row: the package finds its flat maximum to about 1e-4 and moves
-#: by a few 1e-4 between neighbouring lengths (book/_ext/calculator_table.py);
-#: the page's table is exact up to 2048 keys and within this beyond.
+#: The rows from the build's table.  The causal row: the package finds its
+#: flat maximum to about 1e-4 and moves by a few 1e-4 between neighbouring
+#: lengths (book/_ext/calculator_table.py); the page's table is exact up to
+#: 2048 keys and within this beyond.  The cosine spline: about 4e-5.
 INTERPOLATED = 1e-3
 SETTINGS = 400
 #: The page's pure functions, called on settings passed in from Python.
 RECOMMEND = "(s) => AttnScaleCalculator.recommend(s, window.ATTNSCALE_CALCULATOR_TABLE)"
 RECOMMEND_ALL = f"(all) => all.map({RECOMMEND})"
+COSINE_ALL = (
+    "(ps) => ps.map(([n, d]) => AttnScaleCalculator.cosineUnitStar(n, d, window.ATTNSCALE_CALCULATOR_TABLE))"
+)
 CAUSAL_ALL = "(ns) => ns.map((n) => AttnScaleCalculator.causalGaussian(n, window.ATTNSCALE_CALCULATOR_TABLE))"
 
 
@@ -162,7 +168,7 @@ def test_page_agrees_with_the_package(calculator):
                 continue
             assert expected is not None, (setting, row)
             assert row["source"] == expected.source
-            interpolated = row["criterion"].startswith("gradient, causal")
+            interpolated = row["criterion"].startswith(("gradient, causal", "gradient (cosine"))
             tolerance = INTERPOLATED if interpolated else CLOSED
             for key, value in (("scale", expected.scale), ("unit", expected.unit_scale)):
                 error = abs(row[key] / value - 1.0)
@@ -176,7 +182,9 @@ def test_page_agrees_with_the_package(calculator):
             for note in rec.notes
             if not note.startswith("causal: the best fixed scale")
             and not any(note.startswith(f"{name}:") or name in note for name in cli_rows)
-            and not note.startswith(("exact entropy match does not apply", "gradient (cosine):"))
+            and not note.startswith("exact entropy match does not apply")
+            # the causal cosine row is left to the CLI, and its note with it
+            and not (setting["causal"] and note.startswith("gradient (cosine):"))
         ]
         assert [note for note in page["notes"] if not _is_page_note(note)] == package_notes, setting
     print(f"\nworst relative error: closed {worst['closed']:.1e}, interpolated {worst['interpolated']:.1e}")
@@ -196,6 +204,20 @@ def test_causal_table_matches_the_package_between_its_nodes(calculator):
         # the page's n_eq is the key count whose Gaussian optimum is its scale
         assert float(at.gaussian_alpha_star(n_eq)) == pytest.approx(alpha, rel=CLOSED), n
     print(f"\nworst relative error of the causal row: {worst:.1e}")
+
+
+def test_cosine_spline_matches_the_package(calculator):
+    """Dense check of the cosine gradient scale: 3000 random (n, d), d = 2 and few keys included."""
+    rng = np.random.default_rng(11)
+    n = np.exp(rng.uniform(math.log(2), math.log(1e15), 3000))
+    d = np.exp(rng.uniform(math.log(2), math.log(1e6), 3000))
+    d[:200], n[200:400] = 2.0, 2.0 + rng.uniform(0, 0.5, 200)
+    pairs = [[float(a), float(b)] for a, b in zip(n, d, strict=True)]
+    page = np.array(calculator.evaluate(COSINE_ALL, pairs))
+    want = at.cosine_alpha_star(n, d) / np.sqrt(d)
+    worst = float(np.max(np.abs(page / want - 1)))
+    print(f"\nworst relative error of the cosine gradient scale: {worst:.1e}")
+    assert worst <= INTERPOLATED
 
 
 @pytest.mark.parametrize(
@@ -219,6 +241,22 @@ def test_bad_input_gives_a_message_not_a_number(calculator, field, value):
     setting[field] = value
     page = calculator.evaluate(RECOMMEND, setting)
     assert set(page) == {"error"} and page["error"], page
+
+
+def test_the_cli_command_in_a_note_runs(calculator):
+    """A "see the CLI" note gives a command that prints the row it stands for."""
+    setting = dict(d="64", n="123456789", trainLength="4096", headScale="2.5", scores="cosine", causal=True)
+    page = calculator.evaluate(RECOMMEND, setting)
+    commands = [note.split("see the CLI: ")[1] for note in page["notes"] if "see the CLI: " in note]
+    assert len(commands) == 2  # the causal cosine gradient and the exact match
+    assert commands[0] == commands[1]
+    argv = commands[0].split()
+    assert argv[:3] == ["python", "-m", "attnscale"]
+    done = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--n 123456789 " in commands[0] and "n = 1.23457e+08" in done.stdout
+    assert "gradient (cosine mean field), causal" in done.stdout
+    assert "alpha_L = 2.5 at L = 4096" in done.stdout
 
 
 def test_measured_scale_needs_a_training_length(calculator):

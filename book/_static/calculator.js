@@ -4,11 +4,12 @@
  * recommend(setting, table) mirrors the rows of attnscale.recipes.RULES in
  * the same order, with the same names, sources and notes.  Closed-form rules
  * are computed here; the causal Gaussian gradient row is interpolated in
- * log n from the table that book/_ext/calculator_table.py writes at build
- * time; rows that need the package's solvers (the cosine gradient, the
- * exact entropy match) say "see the CLI" instead of printing an
- * approximation.  tests/test_calculator_page.py compares every number with
- * the package.  The form itself is in book/recipes.md (a raw HTML block).
+ * log n, and the cosine gradient row from a bicubic spline, both from the
+ * table that book/_ext/calculator_table.py writes at build time; rows that
+ * need the package's solvers (the causal cosine gradient, the exact entropy
+ * match) say "see the CLI" instead of printing an approximation.
+ * tests/test_calculator_page.py compares every number with the package.
+ * The form itself is in book/recipes.md (a raw HTML block).
  */
 (function () {
   "use strict";
@@ -16,7 +17,6 @@
   const MAX_KEYS = 1e15; // attnscale.recipes.MAX_KEYS
   const MAX_D = 1e6; // beyond, InfoScale's expm1 ratio loses its digits
   const MAX_ALPHA = 1e6; // beyond, alpha_L^2 in the sqrt rule nears overflow
-  const LOG2 = Math.log(2);
 
   // Python's format(x, ".{p}g") (and ":g", p = 6), so that names and notes
   // read exactly as the command line prints them.
@@ -90,12 +90,44 @@
     return [alpha, (1 + 2 * alpha * alpha) * Math.exp(alpha * alpha), share];
   }
 
+  // The four cubic B-splines that are nonzero at x, and the first one's index
+  // (Cox-de Boor recursion on the knot vector t, each end knot repeated).
+  function basis(t, x) {
+    let i = 3;
+    while (i < t.length - 5 && t[i + 1] <= x) i++;
+    const b = [1, 0, 0, 0];
+    for (let k = 1; k <= 3; k++) {
+      for (let r = k; r >= 0; r--) {
+        const j = i - k + r; // this term is B_{j,k}
+        const left = r > 0 ? ((x - t[j]) / (t[j + k] - t[j])) * b[r - 1] : 0;
+        const right = r < k ? ((t[j + k + 1] - x) / (t[j + k + 1] - t[j + 1])) * b[r] : 0;
+        b[r] = left + right;
+      }
+    }
+    return [i - 3, b];
+  }
+
+  // attnscale.cosine_alpha_star(n, d) / sqrt(d), from the build's bicubic
+  // spline in (log n, 1/sqrt(d - 1)) of its log ratio to the Gaussian scale.
+  function cosineUnitStar(n, d, table) {
+    const { tx, ty, c } = table.cosine;
+    const [i, bx] = basis(tx, Math.log(n));
+    const [j, by] = basis(ty, 1 / Math.sqrt(d - 1));
+    const columns = ty.length - 4;
+    let sum = 0;
+    for (let a = 0; a < 4; a++) {
+      for (let b = 0; b < 4; b++) sum += c[(i + a) * columns + j + b] * bx[a] * by[b];
+    }
+    return Math.exp(sum) * gaussianAlphaStar(n);
+  }
+
   function cliNote(name, s) {
-    let args = `--d ${fmtG(s.d)} --n ${fmtG(s.n)}`;
-    if (s.scores === "cosine") args += " --scores cosine";
+    // every digit the reader typed (String gives the shortest exact form)
+    let args = `--d ${s.d} --n ${s.n}`;
+    if (s.scores === "cosine") args += " --cosine";
     if (s.causal) args += " --causal";
-    if (s.L !== null) args += ` --train-length ${fmtG(s.L)}`;
-    if (s.headScale !== null) args += ` --head-scale ${fmtG(s.headScale)}`;
+    if (s.L !== null) args += ` --train-length ${s.L}`;
+    if (s.headScale !== null) args += ` --head-scale ${s.headScale}`;
     return `${name}: needs the package's solver; see the CLI: python -m attnscale scale ${args}`;
   }
 
@@ -105,7 +137,20 @@
 
   function gradient(s, table) {
     const notes = [];
-    if (s.scores !== "dot") return { cli: true, notes };
+    if (s.scores !== "dot") {
+      // the causal cosine row would need a table in n and d of a slow
+      // maximization; the command line computes it
+      if (s.causal) return { cli: true, notes };
+      const unit = cosineUnitStar(s.n, s.d, table);
+      if (unit >= 30) {
+        notes.push(
+          `gradient (cosine): at d = ${fmtG(s.d)} the mean-field optimum is ${fmtG(unit, 3)} times the ` +
+            "standard scale; at fixed d it grows like n^(2/(d-1)) (ch. cosine-scores), so in so few " +
+            "dimensions it is far above any scale used in practice; check it on the model before using it",
+        );
+      }
+      return { unit, notes };
+    }
     let alpha;
     if (s.causal) {
       const [a, nRef, share] = causalGaussian(s.n, table);
@@ -119,133 +164,112 @@
       alpha = gaussianAlphaStar(s.n);
     }
     notes.push(
-      "gradient: the scale maximizes the source's mean-field objective; the book finds the exact " +
-        "expected gradient rising toward a limit with no maximum on the range it computes " +
-        "(a numerical finding, proved only for n = 2)",
+      "gradient: the scale maximizes the source's mean-field objective; the book finds the exact expected gradient " +
+        "rising toward a limit with no maximum on the range it computes (a numerical finding, proved only for n = 2)",
     );
     return { unit: alpha, notes };
   }
 
-  function yarnSquare(s) {
-    const stretch = Math.max(s.n / s.L, 1);
-    const m = stretch > 1 ? 0.1 * Math.log(stretch) + 1 : 1;
-    return m * m;
-  }
+  // YaRN's mscale(n/L)^2: 0.1 ln s + 1 on the cos/sin tables, so squared on the logits; 1 up to L
+  const yarnSquare = (s) => (s.n / s.L > 1 ? (0.1 * Math.log(s.n / s.L) + 1) ** 2 : 1);
 
   function sqrtRule(s) {
-    if (s.scores !== "dot") {
-      return { notes: ["the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given"] };
-    }
+    const gaussianOnly = "the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given";
+    if (s.scores !== "dot") return { notes: [gaussianOnly] };
     const meanField = s.a * s.a + 2 * Math.log(s.n / s.L);
-    if (!(meanField > 0)) {
-      return {
-        notes: [
-          "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, " +
-            "so no scale at n matches it",
-        ],
-      };
-    }
-    const notes = [];
-    if (s.a * s.a >= 2 * Math.log(s.L)) {
-      notes.push(
-        "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field " +
-          "entropy no longer describes the head",
-      );
-    }
-    return { unit: Math.sqrt(meanField), notes };
+    const none =
+      "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, so no scale at n matches it";
+    if (!(meanField > 0)) return { notes: [none] };
+    const frozen =
+      "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field entropy no longer describes the head";
+    return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
   }
 
+  // One row: its name and source (text, or a function of the setting), the
+  // rule, and when it belongs to the setting (as attnscale.recipes._Rule).
+  const rule = (name, source, run, applies = () => true) => ({ name, source, run, applies });
+  const text = (v, s) => (typeof v === "function" ? v(s) : v);
   const withL = (s) => s.L !== null;
+  const scaled = (unit, ...notes) => ({ unit, notes }); // a scale and its notes
   const RULES = [
-    { name: () => "standard 1/sqrt(d)", source: () => "Vaswani et al. 2017", run: () => ({ unit: 1, notes: [] }) },
-    {
-      name: (s) =>
+    rule("standard 1/sqrt(d)", "Vaswani et al. 2017", () => scaled(1)),
+    rule(
+      (s) =>
         s.scores === "dot"
-          ? s.causal ? "gradient, causal (Gaussian mean field)" : "gradient (Gaussian mean field)"
+          ? `gradient${s.causal ? ", causal" : ""} (Gaussian mean field)`
           : "gradient (cosine mean field)" + (s.causal ? ", causal" : ""),
-      source: (s) => (s.causal && s.scores === "dot" ? "book ch. decoders" : "Su 2023 (9812)"),
-      run: gradient,
-    },
-    {
-      name: () => "entropy-invariant log_512(n)",
-      source: () => "Su 2021 (8823), base 512",
-      applies: (s) => s.L === null,
-      run: (s) => ({
-        unit: Math.log(s.n) / Math.log(512),
-        notes: ["give train_length (--train-length) to add the length rules"],
-      }),
-    },
-    {
-      name: (s) => `entropy-invariant a_L*log_${fmtG(s.L)}(n)`,
-      source: () => "Su 2021 (8823)",
-      applies: withL,
-      run: (s) => ({ unit: (s.a * Math.log(s.n)) / Math.log(s.L), notes: [] }),
-    },
-    {
-      name: () => "Qwen logn (queries, n > L only)",
-      source: () => "Bai et al. 2023",
-      applies: withL,
-      run: (s) => ({ unit: s.a * Math.max(1, Math.log(s.n) / Math.log(s.L)), notes: [] }),
-    },
-    {
-      name: () => "YaRN dynamic, mscale(n/L)^2",
-      source: () => "Peng et al. 2023",
-      applies: withL,
-      run: (s) => ({
-        unit: s.a * yarnSquare(s),
-        notes: [
+      (s) => (s.causal && s.scores === "dot" ? "book ch. decoders" : "Su 2023 (9812)"),
+      gradient,
+    ),
+    rule(
+      "entropy-invariant log_512(n)",
+      "Su 2021 (8823), base 512",
+      (s) => scaled(Math.log(s.n) / Math.log(512), "give train_length (--train-length) to add the length rules"),
+      (s) => s.L === null,
+    ),
+    rule(
+      (s) => `entropy-invariant a_L*log_${fmtG(s.L)}(n)`,
+      "Su 2021 (8823)",
+      (s) => scaled((s.a * Math.log(s.n)) / Math.log(s.L)),
+      withL,
+    ),
+    rule(
+      "Qwen logn (queries, n > L only)",
+      "Bai et al. 2023",
+      (s) => scaled(s.a * Math.max(1, Math.log(s.n) / Math.log(s.L))),
+      withL,
+    ),
+    rule(
+      "YaRN dynamic, mscale(n/L)^2",
+      "Peng et al. 2023",
+      (s) =>
+        scaled(
+          s.a * yarnSquare(s),
           "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False " +
             "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its " +
             "fine-tuned window sL, as static YaRN does",
           "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; " +
             "the rows above assume the window is n",
-        ],
-      }),
-    },
-    {
-      name: () => "LongRoPE, window n: 1+ln(n/L)/ln L",
-      source: () => "Ding et al. 2024",
-      applies: withL,
-      run: (s) => {
-        const stretch = Math.max(s.n / s.L, 1);
-        return { unit: s.a * (stretch > 1 ? 1 + Math.log(stretch) / Math.log(s.L) : 1), notes: [] };
-      },
-    },
-    {
-      name: () => "InfoScale",
-      source: () => "Li et al. 2025",
-      applies: withL,
-      // 1 - x^(-2/d) = -expm1(-2 ln x / d): no cancellation for large d
-      run: (s) => ({
-        unit: s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d)),
-        notes: [],
-      }),
-    },
-    {
-      name: () => "Llama 4 (NoPE layers), f(n)",
-      source: () => "Meta 2025",
-      applies: withL,
-      run: (s) => ({
-        unit: s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))),
-        notes: [
+        ),
+      withL,
+    ),
+    rule(
+      "LongRoPE, window n: 1+ln(n/L)/ln L",
+      "Ding et al. 2024",
+      (s) => scaled(s.a * (s.n > s.L ? 1 + Math.log(s.n / s.L) / Math.log(s.L) : 1)),
+      withL,
+    ),
+    // 1 - x^(-2/d) = -expm1(-2 ln x / d): no cancellation for large d
+    rule(
+      "InfoScale",
+      "Li et al. 2025",
+      (s) => scaled(s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d))),
+      withL,
+    ),
+    rule(
+      "Llama 4 (NoPE layers), f(n)",
+      "Meta 2025",
+      (s) =>
+        scaled(
+          s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))),
           "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the " +
             "queries of its NoPE layers at n keys; it ignores L and is never below 1",
-        ],
-      }),
-    },
-    { name: () => "sqrt rule sqrt(a_L^2 + 2 ln(n/L))", source: () => "ch. entropy-invariance", applies: withL, run: sqrtRule },
-    {
-      name: () => "QK-norm initial g = log2(L^2 - L)",
-      source: () => "Henry et al. 2020",
-      applies: (s) => s.L !== null && s.scores === "cosine",
-      run: (s) => ({ unit: (Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d), notes: [] }),
-    },
-    {
-      name: (s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`,
-      source: () => "ch. recipes",
-      applies: withL,
-      run: () => ({ cli: true, notes: [] }),
-    },
+        ),
+      withL,
+    ),
+    rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", sqrtRule, withL),
+    rule(
+      "QK-norm initial g = log2(L^2 - L)",
+      "Henry et al. 2020",
+      (s) => scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d)),
+      (s) => s.L !== null && s.scores === "cosine",
+    ),
+    rule(
+      (s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`,
+      "ch. recipes",
+      () => ({ cli: true, notes: [] }),
+      withL,
+    ),
   ];
 
   // Checks one field; returns the number or throws the inline message.
@@ -294,10 +318,10 @@
     const root = Math.sqrt(s.d);
     const entries = [];
     for (const rule of RULES) {
-      if (rule.applies && !rule.applies(s)) continue;
-      const name = rule.name(s);
+      if (!rule.applies(s)) continue;
+      const name = text(rule.name, s);
       const out = rule.run(s, table);
-      const entry = { criterion: name, source: rule.source(s), unit: null, scale: null, cli: Boolean(out.cli) };
+      const entry = { criterion: name, source: text(rule.source, s), unit: null, scale: null, cli: Boolean(out.cli) };
       if (out.cli) {
         entries.push(entry);
         out.notes.push(cliNote(name, s));
@@ -317,10 +341,12 @@
 
   // --- the form ----------------------------------------------------------
 
-  function el(tag, text, attrs) {
+  // An element with text, or with child elements, and attributes.
+  function el(tag, content, attrs = {}) {
     const node = document.createElement(tag);
-    if (text !== undefined) node.textContent = text;
-    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    if (Array.isArray(content)) node.append(...content);
+    else if (content !== undefined) node.textContent = content;
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
     return node;
   }
 
@@ -328,49 +354,27 @@
     const out = form.querySelector(".calc-output");
     const message = form.querySelector(".calc-message");
     const value = (name) => form.elements[name].value;
-    const result = recommend(
-      {
-        d: value("d"),
-        n: value("n"),
-        trainLength: value("train_length"),
-        headScale: value("head_scale"),
-        scores: value("scores"),
-        causal: form.elements.causal.checked,
-      },
-      table,
+    const fields = { d: value("d"), n: value("n"), trainLength: value("train_length"), headScale: value("head_scale") };
+    const result = recommend({ ...fields, scores: value("scores"), causal: form.elements.causal.checked }, table);
+    // bad input: the last good table stays, dimmed, with the reason above it
+    message.textContent = result.error || "";
+    out.classList.toggle("calc-stale", Boolean(result.error));
+    if (result.error) return;
+    const rows = result.entries.map((e) =>
+      el("tr", [
+        el("th", e.criterion, { scope: "row" }),
+        ...(e.cli
+          ? [el("td", "see the CLI", { colspan: "2" })]
+          : [el("td", fmtG(e.scale, 4)), el("td", e.unit < 1e3 ? e.unit.toFixed(3) : e.unit.toExponential(1))]),
+        el("td", e.source),
+      ]),
     );
-    if (result.error) {
-      // the last good table stays, marked stale, with the reason beside it
-      message.textContent = result.error;
-      out.classList.add("calc-stale");
-      return;
-    }
-    message.textContent = "";
-    out.classList.remove("calc-stale");
+    const head = el("tr", ["criterion", "scale", "× standard", "source"].map((h) => el("th", h, { scope: "col" })));
     const unit = value("scores") === "dot" ? "q·k" : "cos(q, k)";
-    const tbl = el("table", undefined, { class: "calc-table" });
-    tbl.append(el("caption", `scale for softmax(scale × ${unit})`));
-    const head = el("tr");
-    for (const h of ["criterion", "scale", "× standard", "source"]) head.append(el("th", h, { scope: "col" }));
-    const thead = el("thead");
-    thead.append(head);
-    tbl.append(thead);
-    const body = el("tbody");
-    for (const e of result.entries) {
-      const tr = el("tr");
-      tr.append(el("th", e.criterion, { scope: "row" }));
-      if (e.cli) tr.append(el("td", "see the CLI", { colspan: "2", class: "calc-cli" }));
-      else {
-        tr.append(el("td", fmtG(e.scale, 4)));
-        tr.append(el("td", e.unit < 1e3 ? e.unit.toFixed(3) : e.unit.toExponential(1)));
-      }
-      tr.append(el("td", e.source));
-      body.append(tr);
-    }
-    tbl.append(body);
-    const list = el("ul", undefined, { class: "calc-notes" });
-    for (const note of result.notes) list.append(el("li", note));
-    out.replaceChildren(tbl, el("p", "Notes:"), list);
+    const caption = el("caption", `scale for softmax(scale × ${unit})`);
+    const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
+    const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
+    out.replaceChildren(tbl, el("p", "Notes:"), notes);
   }
 
   function attach() {
@@ -388,7 +392,7 @@
     render(form, table);
   }
 
-  window.AttnScaleCalculator = { recommend, fmtG, gaussianAlphaStar, causalGaussian };
+  window.AttnScaleCalculator = { recommend, fmtG, gaussianAlphaStar, causalGaussian, cosineUnitStar };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", attach);
   else attach();
 })();
