@@ -364,3 +364,18 @@ def test_the_form_on_the_page(browser, probe_page):
         assert serious == [], (theme, serious)
     assert outside == [] and problems == [], (outside, problems)
     tab.close()
+
+
+def test_notebook_download_drops_the_form_and_keeps_the_sentence():
+    """In the .ipynb download the form (html only) is left out; the PDF's sentence stays."""
+    path = ROOT / "book" / "_ext" / "notebook_downloads.py"
+    spec = importlib.util.spec_from_file_location("notebook_downloads", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = (ROOT / "book" / "recipes.md").read_text()
+    section = text[text.index("(sec-calculator-page)=") : text.index("(sec-sources-report)=")]
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": section}]}
+    markdown = module.reader_copy(notebook, {})["cells"][0]["source"]
+    assert "<form" not in markdown and "{only}" not in markdown and "{raw}" not in markdown
+    assert "The web version of this page has the calculator" in markdown
+    assert "`attnscale.best_causal_scale`" in markdown
