@@ -377,5 +377,5 @@ def test_notebook_download_drops_the_form_and_keeps_the_sentence():
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": section}]}
     markdown = module.reader_copy(notebook, {})["cells"][0]["source"]
     assert "<form" not in markdown and "{only}" not in markdown and "{raw}" not in markdown
-    assert "The web version of this page has the calculator" in markdown
+    assert "The form is on this chapter's web page" in markdown
     assert "`attnscale.best_causal_scale`" in markdown
