@@ -329,6 +329,10 @@ def test_the_form_on_the_page(browser, probe_page):
     assert rows.locator("th").all_inner_texts() == [*names, "exact entropy match (gaussian)"]
     first = rows.nth(1).locator("td").nth(0).inner_text()
     assert first == format(want.entries[1].scale, ".4g")
+    # the figure: both curves and the reader's n marked on each
+    svg = tab.locator("#attnscale-calculator .calc-figure svg")
+    assert svg.locator("path").count() == 2 and svg.locator("circle").count() == 2
+    mark = svg.locator("circle").first.get_attribute("cx")
     # by keyboard: labels name the fields, typing updates the table
     tab.get_by_label("number of keys").fill("")
     tab.get_by_label("number of keys").press_sequentially("1")
@@ -340,8 +344,11 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.get_by_label("number of keys").press("End")
     tab.keyboard.type("000")  # 1000
     assert message.inner_text() == ""
-    tab.get_by_label("scores").select_option("cosine")
-    tab.get_by_label("causal").check()
+    assert svg.locator("circle").first.get_attribute("cx") != mark  # n = 1000 now
+    tab.get_by_label("head dimension").fill("2")  # the cosine curve spans 30 decades
+    assert "NaN" not in svg.inner_html() and "Infinity" not in svg.inner_html()
+    tab.get_by_label("scores", exact=True).select_option("cosine")
+    tab.get_by_role("checkbox", name="causal").check()
     text = form.inner_text()
     assert "QK-norm initial g" in text and "see the CLI" in text
     # a phone's width, light and dark: no sideways scroll, theme colours

@@ -1,15 +1,12 @@
 /* The scale calculator of the recipes page: attnscale.recommend_scale in the
  * reader's browser, with no kernel and no network.
  *
- * recommend(setting, table) mirrors the rows of attnscale.recipes.RULES in
- * the same order, with the same names, sources and notes.  Closed-form rules
- * are computed here; the causal Gaussian gradient row is interpolated in
- * log n, and the cosine gradient row from a bicubic spline, both from the
- * table that book/_ext/calculator_table.py writes at build time; rows that
- * need the package's solvers (the causal cosine gradient, the exact entropy
- * match) say "see the CLI" instead of printing an approximation.
- * tests/test_calculator_page.py compares every number with the package.
- * The form itself is in book/recipes.md (a raw HTML block).
+ * recommend(setting, table) mirrors the rows of attnscale.recipes.RULES, in order, with the same names, sources
+ * and notes.  Closed-form rules are computed here; the causal Gaussian gradient row (cubic in log n) and the cosine
+ * gradient row (a bicubic spline) come from the table book/_ext/calculator_table.py writes at build time; rows
+ * that need the package's solvers (the causal cosine gradient, the exact entropy match) say "see the CLI" instead
+ * of printing an approximation.  tests/test_calculator_page.py compares every number with the package.  The form
+ * is in book/recipes.md (a raw HTML block); plot() draws its figure.
  */
 (function () {
   "use strict";
@@ -185,100 +182,68 @@
     return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
   }
 
-  // One row: its name and source (text, or a function of the setting), the
-  // rule, and when it belongs to the setting (as attnscale.recipes._Rule).
-  const rule = (name, source, run, applies = () => true) => ({ name, source, run, applies });
+  // One row: its name and source (text, or a function of the setting), when
+  // it belongs to the setting, and the rule (as attnscale.recipes._Rule).
+  const rule = (name, source, applies, run) => ({ name, source, applies, run });
   const text = (v, s) => (typeof v === "function" ? v(s) : v);
+  const always = () => true;
   const withL = (s) => s.L !== null;
   const scaled = (unit, ...notes) => ({ unit, notes }); // a scale and its notes
   const RULES = [
-    rule("standard 1/sqrt(d)", "Vaswani et al. 2017", () => scaled(1)),
+    rule("standard 1/sqrt(d)", "Vaswani et al. 2017", always, () => scaled(1)),
     rule(
       (s) =>
         s.scores === "dot"
           ? `gradient${s.causal ? ", causal" : ""} (Gaussian mean field)`
           : "gradient (cosine mean field)" + (s.causal ? ", causal" : ""),
       (s) => (s.causal && s.scores === "dot" ? "book ch. decoders" : "Su 2023 (9812)"),
+      always,
       gradient,
     ),
-    rule(
-      "entropy-invariant log_512(n)",
-      "Su 2021 (8823), base 512",
-      (s) => scaled(Math.log(s.n) / Math.log(512), "give train_length (--train-length) to add the length rules"),
-      (s) => s.L === null,
-    ),
-    rule(
-      (s) => `entropy-invariant a_L*log_${fmtG(s.L)}(n)`,
-      "Su 2021 (8823)",
-      (s) => scaled((s.a * Math.log(s.n)) / Math.log(s.L)),
-      withL,
-    ),
-    rule(
-      "Qwen logn (queries, n > L only)",
-      "Bai et al. 2023",
-      (s) => scaled(s.a * Math.max(1, Math.log(s.n) / Math.log(s.L))),
-      withL,
-    ),
-    rule(
-      "YaRN dynamic, mscale(n/L)^2",
-      "Peng et al. 2023",
-      (s) =>
-        scaled(
-          s.a * yarnSquare(s),
-          "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False " +
-            "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its " +
-            "fine-tuned window sL, as static YaRN does",
-          "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; " +
-            "the rows above assume the window is n",
-        ),
-      withL,
-    ),
-    rule(
-      "LongRoPE, window n: 1+ln(n/L)/ln L",
-      "Ding et al. 2024",
-      (s) => scaled(s.a * (s.n > s.L ? 1 + Math.log(s.n / s.L) / Math.log(s.L) : 1)),
-      withL,
-    ),
+    rule("entropy-invariant log_512(n)", "Su 2021 (8823), base 512", (s) => s.L === null, (s) =>
+      scaled(Math.log(s.n) / Math.log(512), "give train_length (--train-length) to add the length rules")),
+    rule((s) => `entropy-invariant a_L*log_${fmtG(s.L)}(n)`, "Su 2021 (8823)", withL, (s) =>
+      scaled((s.a * Math.log(s.n)) / Math.log(s.L))),
+    rule("Qwen logn (queries, n > L only)", "Bai et al. 2023", withL, (s) =>
+      scaled(s.a * Math.max(1, Math.log(s.n) / Math.log(s.L)))),
+    rule("YaRN dynamic, mscale(n/L)^2", "Peng et al. 2023", withL, (s) =>
+      scaled(
+        s.a * yarnSquare(s),
+        "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False " +
+          "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its " +
+          "fine-tuned window sL, as static YaRN does",
+        "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; " +
+          "the rows above assume the window is n",
+      )),
+    rule("LongRoPE, window n: 1+ln(n/L)/ln L", "Ding et al. 2024", withL, (s) =>
+      scaled(s.a * (s.n > s.L ? 1 + Math.log(s.n / s.L) / Math.log(s.L) : 1))),
     // 1 - x^(-2/d) = -expm1(-2 ln x / d): no cancellation for large d
-    rule(
-      "InfoScale",
-      "Li et al. 2025",
-      (s) => scaled(s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d))),
-      withL,
-    ),
-    rule(
-      "Llama 4 (NoPE layers), f(n)",
-      "Meta 2025",
-      (s) =>
-        scaled(
-          s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))),
-          "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the " +
-            "queries of its NoPE layers at n keys; it ignores L and is never below 1",
-        ),
-      withL,
-    ),
-    rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", sqrtRule, withL),
-    rule(
-      "QK-norm initial g = log2(L^2 - L)",
-      "Henry et al. 2020",
-      (s) => scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d)),
-      (s) => s.L !== null && s.scores === "cosine",
-    ),
-    rule(
-      (s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`,
-      "ch. recipes",
-      () => ({ cli: true, notes: [] }),
-      withL,
-    ),
+    rule("InfoScale", "Li et al. 2025", withL, (s) =>
+      scaled(s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d)))),
+    rule("Llama 4 (NoPE layers), f(n)", "Meta 2025", withL, (s) =>
+      scaled(
+        s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))),
+        "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the " +
+          "queries of its NoPE layers at n keys; it ignores L and is never below 1",
+      )),
+    rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", withL, sqrtRule),
+    rule("QK-norm initial g = log2(L^2 - L)", "Henry et al. 2020", (s) => withL(s) && s.scores === "cosine", (s) =>
+      scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d))),
+    rule((s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`, "ch. recipes", withL, () => ({
+      cli: true,
+      notes: [],
+    })),
   ];
 
-  // Checks one field; returns the number or throws the inline message.
+  // Checks one field; returns the number or throws the inline message (lo = 0: open, as the package's "> 0").
   function number(value, label, lo, hi, optional) {
-    const text = String(value ?? "").trim();
-    if (text === "" && optional) return null;
-    const x = Number(text);
-    if (text === "" || !Number.isFinite(x)) throw new Error(`${label}: enter a number`);
-    if (x < lo || x > hi) throw new Error(`${label}: must be between ${fmtG(lo)} and ${fmtG(hi)}`);
+    const typed = String(value ?? "").trim();
+    if (typed === "" && optional) return null;
+    const x = Number(typed);
+    if (typed === "" || !Number.isFinite(x)) throw new Error(`${label}: enter a number`);
+    if (lo === 0 ? !(x > 0 && x <= hi) : x < lo || x > hi) {
+      throw new Error(`${label}: must be ${lo === 0 ? "above 0" : `at least ${fmtG(lo)}`} and at most ${fmtG(hi)}`);
+    }
     return x;
   }
 
@@ -290,7 +255,7 @@
         d: number(input.d, "head dimension d", 2, MAX_D),
         n: number(input.n, "number of keys n", 2, MAX_KEYS),
         L: number(input.trainLength, "training length L", 2, MAX_KEYS, true),
-        headScale: number(input.headScale, "measured scale alpha_L", 1e-300, MAX_ALPHA, true),
+        headScale: number(input.headScale, "measured scale alpha_L", 0, MAX_ALPHA, true),
         scores: input.scores === "cosine" ? "cosine" : "dot",
         causal: Boolean(input.causal),
       };
@@ -336,7 +301,7 @@
       }
       out.notes.forEach(addNote);
     }
-    return { entries, notes };
+    return { entries, notes, setting: s };
   }
 
   // --- the form ----------------------------------------------------------
@@ -348,6 +313,42 @@
     else if (content !== undefined) node.textContent = content;
     for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
     return node;
+  }
+
+  // The figure: the gradient scale alpha*(n), as a multiple of the standard scale, for Gaussian scores
+  // and for cosines at the reader's d, n from 2 to 1e15 on log axes, the reader's n marked.  Plain SVG
+  // written as text: no plotting library to load.
+  function plot(s, table) {
+    const [W, H, left, right, bottom, lg] = [360, 200, 44, 16, 34, Math.log10]; // right: room for "1e15"
+    const ns = Array.from({ length: 121 }, (_, k) => 2 * 5e14 ** (k / 120));
+    const curves = [ns.map(gaussianAlphaStar), ns.map((n) => cosineUnitStar(n, s.d, table))];
+    const logs = curves.flat().map(lg);
+    const y0 = Math.floor(Math.min(...logs));
+    const y1 = Math.max(Math.ceil(Math.max(...logs)), y0 + 1);
+    const X = (n) => (left + ((lg(n) - lg(2)) / (15 - lg(2))) * (W - left - right)).toFixed(1);
+    const Y = (v) => (H - bottom - ((lg(v) - y0) / (y1 - y0)) * (H - bottom - 8)).toFixed(1);
+    const tick = (e) => (Math.abs(e) < 4 ? String(10 ** e) : `1e${e}`);
+    const svgText = (x, y, t, anchor = "middle") => `<text x="${x}" y="${y}" text-anchor="${anchor}">${t}</text>`;
+    let svg = "";
+    for (let e = y0; e <= y1; e += Math.ceil((y1 - y0) / 5)) {
+      svg += `<line class="grid" x1="${left}" x2="${W - right}" y1="${Y(10 ** e)}" y2="${Y(10 ** e)}"/>`;
+      svg += svgText(left - 4, +Y(10 ** e) + 4, tick(e), "end");
+    }
+    for (let e = 3; e <= 15; e += 3) svg += svgText(X(10 ** e), H - bottom + 16, `1e${e}`);
+    const path = (ys) => "M" + ns.map((n, i) => `${X(n)},${Y(ys[i])}`).join("L");
+    curves.forEach((ys, k) => (svg += `<path class="curve${k}" d="${path(ys)}"/>`));
+    const here = [gaussianAlphaStar(s.n), cosineUnitStar(s.n, s.d, table)];
+    svg += `<line class="mark" x1="${X(s.n)}" x2="${X(s.n)}" y1="8" y2="${H - bottom}"/>`;
+    here.forEach((v, k) => (svg += `<circle class="curve${k}" cx="${X(s.n)}" cy="${Y(v)}" r="3.5"/>`));
+    svg += svgText((left + W) / 2, H - 4, "number of keys n");
+    const caption =
+      `The gradient scale alpha*(n) (one length, not causal) in multiples of the standard scale: Gaussian ` +
+      `scores (solid) and cosines at d = ${fmtG(s.d)} (dashed).  At n = ${fmtG(s.n)} (dotted line) they are ` +
+      `${fmtG(here[0], 4)} and ${fmtG(here[1], 4)}.`;
+    const figure = el("figure", [el("figcaption", caption, { id: "calc-figure-caption" })], { class: "calc-figure" });
+    const labelled = 'role="img" aria-labelledby="calc-figure-caption"';
+    figure.insertAdjacentHTML("afterbegin", `<svg viewBox="0 0 ${W} ${H}" ${labelled}>${svg}</svg>`);
+    return figure;
   }
 
   function render(form, table) {
@@ -374,7 +375,7 @@
     const caption = el("caption", `scale for softmax(scale × ${unit})`);
     const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
-    out.replaceChildren(tbl, el("p", "Notes:"), notes);
+    out.replaceChildren(tbl, el("p", "Notes:"), notes, plot(result.setting, table));
   }
 
   function attach() {
@@ -392,7 +393,7 @@
     render(form, table);
   }
 
-  window.AttnScaleCalculator = { recommend, fmtG, gaussianAlphaStar, causalGaussian, cosineUnitStar };
+  window.AttnScaleCalculator = { recommend, fmtG, gaussianAlphaStar, causalGaussian, cosineUnitStar, plot };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", attach);
   else attach();
 })();
