@@ -312,6 +312,8 @@ def probe_page(tmp_path_factory):
 
 
 def test_the_form_on_the_page(browser, probe_page):
+    from test_browser import FIT_CHECK
+
     tab = browser.new_page(viewport={"width": 390, "height": 800})
     origin = probe_page.split("/book/")[0]
     outside, problems = [], []
@@ -355,6 +357,10 @@ def test_the_form_on_the_page(browser, probe_page):
     for theme in ("light", "dark"):
         tab.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
         assert tab.evaluate("document.scrollingElement.scrollWidth") <= 390
+        # and the book's own fit check: nothing sticks out of the column or is
+        # cut off by a box that hides it (the table scrolls in its own box)
+        fit = tab.evaluate(FIT_CHECK)
+        assert fit["pageOverflow"] <= 0 and fit["problems"] == [], (theme, fit)
         colours = tab.evaluate(
             """() => [getComputedStyle(document.querySelector('#calc-d')).color,
                       getComputedStyle(document.querySelector('.bd-article')).color]"""
