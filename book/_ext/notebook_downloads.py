@@ -18,6 +18,8 @@ cannot do itself:
   Markdown (or text, or display math) itself;
   a ``{glue:figure}`` block becomes its caption, in italics, marked as the
   caption of the figure above;
+* an ``{only} latex`` block becomes its text and an ``{only} html`` block
+  (the recipes page's calculator form) is left out;
 * other MyST roles become plain text: ``{cite:p}`a,b``` -> "[a, b]",
   ``{ref}`label``` -> "label", ``{eq}`label``` -> "(label)".
 
@@ -41,6 +43,12 @@ GLUE_BLOCK = re.compile(
     r"^(?P<fence>`{3,}|:{3,})\{(?P<kind>glue|glue:any|glue:md|glue:math)\}\s*(?P<key>\S+)\s*\n"
     r"(?P<body>.*?)^(?P=fence)\s*$",
     re.S | re.M,
+)
+# {only} blocks: the web page's interactive part (html) means nothing in
+# Jupyter, while the sentence written for the PDF (latex), which points to the
+# web page and the command line, reads right there too.
+ONLY_BLOCK = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{only\}\s*(?P<expr>\S+)\s*\n(?P<body>.*?)^(?P=fence)[ \t]*\n?", re.S | re.M
 )
 GLUE_FIGURE = re.compile(
     r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s*(?P<key>\S+)\s*\n(?P<body>.*?)^(?P=fence)\s*$", re.S | re.M
@@ -116,6 +124,7 @@ def _flatten_roles(source: str, values: dict) -> str:
             return f"$$\n{_glue_text(values, key)}\n$$\n"
         return _glue_text(values, key) + "\n"
 
+    source = ONLY_BLOCK.sub(lambda m: m.group("body") if m.group("expr") == "latex" else "", source)
     source = GLUE_FIGURE.sub(figure, source)
     source = GLUE_BLOCK.sub(block, source)
     return ROLE.sub(replace, source)

@@ -1,0 +1,399 @@
+/* The scale calculator of the recipes page: attnscale.recommend_scale in the
+ * reader's browser, with no kernel and no network.
+ *
+ * recommend(setting, table) mirrors the rows of attnscale.recipes.RULES, in order, with the same names, sources
+ * and notes.  Closed-form rules are computed here; the causal Gaussian gradient row (cubic in log n) and the cosine
+ * gradient row (a bicubic spline) come from the table book/_ext/calculator_table.py writes at build time; rows
+ * that need the package's solvers (the causal cosine gradient, the exact entropy match) say "see the CLI" instead
+ * of printing an approximation.  tests/test_calculator_page.py compares every number with the package.  The form
+ * is in book/recipes.md (a raw HTML block); plot() draws its figure.
+ */
+(function () {
+  "use strict";
+
+  const MAX_KEYS = 1e15; // attnscale.recipes.MAX_KEYS
+  const MAX_D = 1e6; // beyond, InfoScale's expm1 ratio loses its digits
+  const MAX_ALPHA = 1e6; // beyond, alpha_L^2 in the sqrt rule nears overflow
+
+  // Python's format(x, ".{p}g") (and ":g", p = 6), so that names and notes
+  // read exactly as the command line prints them.
+  function fmtG(x, p = 6) {
+    if (x === 0) return "0";
+    const [mantissa, exponent] = x.toExponential(p - 1).split("e");
+    const e = parseInt(exponent, 10);
+    const strip = (s) => (s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s);
+    if (e < -4 || e >= p) {
+      const digits = String(Math.abs(e)).padStart(2, "0"); // Python: 1e+06
+      return strip(mantissa) + "e" + (e < 0 ? "-" : "+") + digits;
+    }
+    return strip(x.toFixed(p - 1 - e));
+  }
+
+  // Python's round(): halves go to the even integer (the package rounds n so).
+  function roundHalfEven(x) {
+    const r = Math.round(x);
+    return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+  }
+
+  // Principal branch of Lambert W for x > 1 (Halley's iteration, which
+  // converges cubically from log x - log log x; a few steps reach rounding).
+  function lambertW(x) {
+    let w = x < 3 ? 0.5 * Math.log1p(x) + 0.3 : Math.log(x) - Math.log(Math.log(x));
+    for (let k = 0; k < 30; k++) {
+      const ew = Math.exp(w);
+      const f = w * ew - x;
+      const step = f / (ew * (w + 1) - ((w + 2) * f) / (2 * w + 2));
+      w -= step;
+      if (Math.abs(step) <= 1e-16 * Math.abs(w)) break;
+    }
+    return w;
+  }
+
+  // attnscale.gaussian_alpha_star: sqrt(W(sqrt(e)/2 n) - 1/2), in closed form.
+  function gaussianAlphaStar(n) {
+    return Math.sqrt(lambertW(0.5 * Math.exp(0.5) * n) - 0.5);
+  }
+
+  // Cubic Lagrange interpolation through the four nodes around x (nodes need
+  // not be uniform: the table's are rounded to integers).
+  function cubicAt(xs, ys, x) {
+    let i = 1;
+    while (i < xs.length - 3 && xs[i + 1] < x) i++;
+    const idx = [i - 1, i, i + 1, i + 2];
+    let sum = 0;
+    for (const a of idx) {
+      let w = 1;
+      for (const b of idx) if (b !== a) w *= (x - xs[b]) / (xs[a] - xs[b]);
+      sum += w * ys[a];
+    }
+    return sum;
+  }
+
+  // attnscale.best_causal_scale(round(n)) for Gaussian scores, from the table:
+  // exact up to its last length, then cubic in log n (log of the scale, the
+  // share itself).  The key count whose optimum the scale is solves the
+  // stationarity condition (1 + 2 alpha^2) e^(alpha^2) = n, so it is exact.
+  function causalGaussian(n, table) {
+    const m = roundHalfEven(n);
+    const exact = table.causalExact;
+    let alpha, share;
+    if (m - 2 < exact.length) [alpha, share] = exact[m - 2];
+    else {
+      const x = Math.log(m);
+      const ln = table.causalLogN;
+      alpha = Math.exp(cubicAt(ln, table.causalLog.map((r) => Math.log(r[0])), x));
+      share = cubicAt(ln, table.causalLog.map((r) => r[1]), x);
+    }
+    return [alpha, (1 + 2 * alpha * alpha) * Math.exp(alpha * alpha), share];
+  }
+
+  // The four cubic B-splines that are nonzero at x, and the first one's index
+  // (Cox-de Boor recursion on the knot vector t, each end knot repeated).
+  function basis(t, x) {
+    let i = 3;
+    while (i < t.length - 5 && t[i + 1] <= x) i++;
+    const b = [1, 0, 0, 0];
+    for (let k = 1; k <= 3; k++) {
+      for (let r = k; r >= 0; r--) {
+        const j = i - k + r; // this term is B_{j,k}
+        const left = r > 0 ? ((x - t[j]) / (t[j + k] - t[j])) * b[r - 1] : 0;
+        const right = r < k ? ((t[j + k + 1] - x) / (t[j + k + 1] - t[j + 1])) * b[r] : 0;
+        b[r] = left + right;
+      }
+    }
+    return [i - 3, b];
+  }
+
+  // attnscale.cosine_alpha_star(n, d) / sqrt(d), from the build's bicubic
+  // spline in (log n, 1/sqrt(d - 1)) of its log ratio to the Gaussian scale.
+  function cosineUnitStar(n, d, table) {
+    const { tx, ty, c } = table.cosine;
+    const [i, bx] = basis(tx, Math.log(n));
+    const [j, by] = basis(ty, 1 / Math.sqrt(d - 1));
+    const columns = ty.length - 4;
+    let sum = 0;
+    for (let a = 0; a < 4; a++) {
+      for (let b = 0; b < 4; b++) sum += c[(i + a) * columns + j + b] * bx[a] * by[b];
+    }
+    return Math.exp(sum) * gaussianAlphaStar(n);
+  }
+
+  function cliNote(name, s) {
+    // every digit the reader typed (String gives the shortest exact form)
+    let args = `--d ${s.d} --n ${s.n}`;
+    if (s.scores === "cosine") args += " --cosine";
+    if (s.causal) args += " --causal";
+    if (s.L !== null) args += ` --train-length ${s.L}`;
+    if (s.headScale !== null) args += ` --head-scale ${s.headScale}`;
+    return `${name}: needs the package's solver; see the CLI: python -m attnscale scale ${args}`;
+  }
+
+  // --- the rules, one small function each, as in attnscale.recipes -------
+  // Each returns {unit} (a scale on the unit-variance score) or {cli: true}
+  // or no unit, and its notes.
+
+  function gradient(s, table) {
+    const notes = [];
+    if (s.scores !== "dot") {
+      // the causal cosine row would need a table in n and d of a slow
+      // maximization; the command line computes it
+      if (s.causal) return { cli: true, notes };
+      const unit = cosineUnitStar(s.n, s.d, table);
+      if (unit >= 30) {
+        notes.push(
+          `gradient (cosine): at d = ${fmtG(s.d)} the mean-field optimum is ${fmtG(unit, 3)} times the ` +
+            "standard scale; at fixed d it grows like n^(2/(d-1)) (ch. cosine-scores), so in so few " +
+            "dimensions it is far above any scale used in practice; check it on the model before using it",
+        );
+      }
+      return { unit, notes };
+    }
+    let alpha;
+    if (s.causal) {
+      const [a, nRef, share] = causalGaussian(s.n, table);
+      alpha = a;
+      notes.push(
+        `causal: the best fixed scale is alpha*(n = ${fmtG(nRef, 4)}), the optimum for that many keys; ` +
+          `it keeps ${(share * 100).toFixed(1)}% of each position's best mean-field gradient on average ` +
+          `over positions 2 .. ${fmtG(roundHalfEven(s.n))}`,
+      );
+    } else {
+      alpha = gaussianAlphaStar(s.n);
+    }
+    notes.push(
+      "gradient: the scale maximizes the source's mean-field objective; the book finds the exact expected gradient " +
+        "rising toward a limit with no maximum on the range it computes (a numerical finding, proved only for n = 2)",
+    );
+    return { unit: alpha, notes };
+  }
+
+  // YaRN's mscale(n/L)^2: 0.1 ln s + 1 on the cos/sin tables, so squared on the logits; 1 up to L
+  const yarnSquare = (s) => (s.n / s.L > 1 ? (0.1 * Math.log(s.n / s.L) + 1) ** 2 : 1);
+
+  function sqrtRule(s) {
+    const gaussianOnly = "the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given";
+    if (s.scores !== "dot") return { notes: [gaussianOnly] };
+    const meanField = s.a * s.a + 2 * Math.log(s.n / s.L);
+    const none =
+      "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, so no scale at n matches it";
+    if (!(meanField > 0)) return { notes: [none] };
+    const frozen =
+      "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field entropy no longer describes the head";
+    return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
+  }
+
+  // One row: its name and source (text, or a function of the setting), when
+  // it belongs to the setting, and the rule (as attnscale.recipes._Rule).
+  const rule = (name, source, applies, run) => ({ name, source, applies, run });
+  const text = (v, s) => (typeof v === "function" ? v(s) : v);
+  const always = () => true;
+  const withL = (s) => s.L !== null;
+  const scaled = (unit, ...notes) => ({ unit, notes }); // a scale and its notes
+  const RULES = [
+    rule("standard 1/sqrt(d)", "Vaswani et al. 2017", always, () => scaled(1)),
+    rule(
+      (s) =>
+        s.scores === "dot"
+          ? `gradient${s.causal ? ", causal" : ""} (Gaussian mean field)`
+          : "gradient (cosine mean field)" + (s.causal ? ", causal" : ""),
+      (s) => (s.causal && s.scores === "dot" ? "book ch. decoders" : "Su 2023 (9812)"),
+      always,
+      gradient,
+    ),
+    rule("entropy-invariant log_512(n)", "Su 2021 (8823), base 512", (s) => s.L === null, (s) =>
+      scaled(Math.log(s.n) / Math.log(512), "give train_length (--train-length) to add the length rules")),
+    rule((s) => `entropy-invariant a_L*log_${fmtG(s.L)}(n)`, "Su 2021 (8823)", withL, (s) =>
+      scaled((s.a * Math.log(s.n)) / Math.log(s.L))),
+    rule("Qwen logn (queries, n > L only)", "Bai et al. 2023", withL, (s) =>
+      scaled(s.a * Math.max(1, Math.log(s.n) / Math.log(s.L)))),
+    rule("YaRN dynamic, mscale(n/L)^2", "Peng et al. 2023", withL, (s) =>
+      scaled(
+        s.a * yarnSquare(s),
+        "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False " +
+          "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its " +
+          "fine-tuned window sL, as static YaRN does",
+        "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; " +
+          "the rows above assume the window is n",
+      )),
+    rule("LongRoPE, window n: 1+ln(n/L)/ln L", "Ding et al. 2024", withL, (s) =>
+      scaled(s.a * (s.n > s.L ? 1 + Math.log(s.n / s.L) / Math.log(s.L) : 1))),
+    // 1 - x^(-2/d) = -expm1(-2 ln x / d): no cancellation for large d
+    rule("InfoScale", "Li et al. 2025", withL, (s) =>
+      scaled(s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d)))),
+    rule("Llama 4 (NoPE layers), f(n)", "Meta 2025", withL, (s) =>
+      scaled(
+        s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))),
+        "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the " +
+          "queries of its NoPE layers at n keys; it ignores L and is never below 1",
+      )),
+    rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", withL, sqrtRule),
+    rule("QK-norm initial g = log2(L^2 - L)", "Henry et al. 2020", (s) => withL(s) && s.scores === "cosine", (s) =>
+      scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d))),
+    rule((s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`, "ch. recipes", withL, () => ({
+      cli: true,
+      notes: [],
+    })),
+  ];
+
+  // Checks one field; returns the number or throws the inline message (lo = 0: open, as the package's "> 0").
+  function number(value, label, lo, hi, optional) {
+    const typed = String(value ?? "").trim();
+    if (typed === "" && optional) return null;
+    const x = Number(typed);
+    if (typed === "" || !Number.isFinite(x)) throw new Error(`${label}: enter a number`);
+    if (lo === 0 ? !(x > 0 && x <= hi) : x < lo || x > hi) {
+      throw new Error(`${label}: must be ${lo === 0 ? "above 0" : `at least ${fmtG(lo)}`} and at most ${fmtG(hi)}`);
+    }
+    return x;
+  }
+
+  // The whole table for one setting: {entries, notes} or {error}.
+  function recommend(input, table) {
+    let s;
+    try {
+      s = {
+        d: number(input.d, "head dimension d", 2, MAX_D),
+        n: number(input.n, "number of keys n", 2, MAX_KEYS),
+        L: number(input.trainLength, "training length L", 2, MAX_KEYS, true),
+        headScale: number(input.headScale, "measured scale alpha_L", 0, MAX_ALPHA, true),
+        scores: input.scores === "cosine" ? "cosine" : "dot",
+        causal: Boolean(input.causal),
+      };
+      if (s.headScale !== null && s.L === null) throw new Error("a measured alpha_L needs the training length L");
+    } catch (error) {
+      return { error: error.message };
+    }
+    s.a = s.headScale ?? 1;
+    const notes = [];
+    const addNote = (note) => notes.includes(note) || notes.push(note);
+    if (s.headScale !== null) addNote(`head measured: alpha_L = ${fmtG(s.a, 4)} at L = ${fmtG(s.L)}`);
+    else if (s.L !== null) {
+      addNote(
+        "no measured head: assumes alpha_L = 1 (unit-variance scores at the standard " +
+          "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)",
+      );
+    }
+    if (s.L !== null && s.n > s.L) {
+      addNote(
+        "the length rules say what keeps a head's entropy, not its loss: in the book's language model " +
+          "(ch. language-model) no rule applied only at test carried a model far past L; keep the trained " +
+          "scale, or train with the rule you will use, and measure",
+      );
+    }
+    const root = Math.sqrt(s.d);
+    const entries = [];
+    for (const rule of RULES) {
+      if (!rule.applies(s)) continue;
+      const name = text(rule.name, s);
+      const out = rule.run(s, table);
+      const entry = { criterion: name, source: text(rule.source, s), unit: null, scale: null, cli: Boolean(out.cli) };
+      if (out.cli) {
+        entries.push(entry);
+        out.notes.push(cliNote(name, s));
+      } else if (out.unit !== undefined) {
+        const raw = s.scores === "dot" ? out.unit / root : out.unit * root;
+        // never a degenerate scale, as the package's _run
+        if (Number.isFinite(out.unit) && out.unit > 0 && Number.isFinite(raw) && raw > 0) {
+          entries.push(Object.assign(entry, { unit: out.unit, scale: raw }));
+        } else {
+          out.notes.push(`${name}: gives no usable scale here; left out`);
+        }
+      }
+      out.notes.forEach(addNote);
+    }
+    return { entries, notes, setting: s };
+  }
+
+  // --- the form ----------------------------------------------------------
+
+  // An element with text, or with child elements, and attributes.
+  function el(tag, content, attrs = {}) {
+    const node = document.createElement(tag);
+    if (Array.isArray(content)) node.append(...content);
+    else if (content !== undefined) node.textContent = content;
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+    return node;
+  }
+
+  // The figure: the gradient scale alpha*(n), as a multiple of the standard scale, for Gaussian scores
+  // and for cosines at the reader's d, n from 2 to 1e15 on log axes, the reader's n marked.  Plain SVG
+  // written as text: no plotting library to load.
+  function plot(s, table) {
+    const [W, H, left, right, bottom, lg] = [360, 200, 44, 16, 34, Math.log10]; // right: room for "1e15"
+    const ns = Array.from({ length: 121 }, (_, k) => 2 * 5e14 ** (k / 120));
+    const curves = [ns.map(gaussianAlphaStar), ns.map((n) => cosineUnitStar(n, s.d, table))];
+    const logs = curves.flat().map(lg);
+    const y0 = Math.floor(Math.min(...logs));
+    const y1 = Math.max(Math.ceil(Math.max(...logs)), y0 + 1);
+    const X = (n) => (left + ((lg(n) - lg(2)) / (15 - lg(2))) * (W - left - right)).toFixed(1);
+    const Y = (v) => (H - bottom - ((lg(v) - y0) / (y1 - y0)) * (H - bottom - 8)).toFixed(1);
+    const tick = (e) => (Math.abs(e) < 4 ? String(10 ** e) : `1e${e}`);
+    const svgText = (x, y, t, anchor = "middle") => `<text x="${x}" y="${y}" text-anchor="${anchor}">${t}</text>`;
+    let svg = "";
+    for (let e = y0; e <= y1; e += Math.ceil((y1 - y0) / 5)) {
+      svg += `<line class="grid" x1="${left}" x2="${W - right}" y1="${Y(10 ** e)}" y2="${Y(10 ** e)}"/>`;
+      svg += svgText(left - 4, +Y(10 ** e) + 4, tick(e), "end");
+    }
+    for (let e = 3; e <= 15; e += 3) svg += svgText(X(10 ** e), H - bottom + 16, `1e${e}`);
+    const path = (ys) => "M" + ns.map((n, i) => `${X(n)},${Y(ys[i])}`).join("L");
+    curves.forEach((ys, k) => (svg += `<path class="curve${k}" d="${path(ys)}"/>`));
+    const here = [gaussianAlphaStar(s.n), cosineUnitStar(s.n, s.d, table)];
+    svg += `<line class="mark" x1="${X(s.n)}" x2="${X(s.n)}" y1="8" y2="${H - bottom}"/>`;
+    here.forEach((v, k) => (svg += `<circle class="curve${k}" cx="${X(s.n)}" cy="${Y(v)}" r="3.5"/>`));
+    svg += svgText((left + W) / 2, H - 4, "number of keys n");
+    const caption =
+      `The gradient scale alpha*(n) (one length, not causal) in multiples of the standard scale: Gaussian ` +
+      `scores (solid) and cosines at d = ${fmtG(s.d)} (dashed).  At n = ${fmtG(s.n)} (dotted line) they are ` +
+      `${fmtG(here[0], 4)} and ${fmtG(here[1], 4)}.`;
+    const figure = el("figure", [el("figcaption", caption, { id: "calc-figure-caption" })], { class: "calc-figure" });
+    const labelled = 'role="img" aria-labelledby="calc-figure-caption"';
+    figure.insertAdjacentHTML("afterbegin", `<svg viewBox="0 0 ${W} ${H}" ${labelled}>${svg}</svg>`);
+    return figure;
+  }
+
+  function render(form, table) {
+    const out = form.querySelector(".calc-output");
+    const message = form.querySelector(".calc-message");
+    const value = (name) => form.elements[name].value;
+    const fields = { d: value("d"), n: value("n"), trainLength: value("train_length"), headScale: value("head_scale") };
+    const result = recommend({ ...fields, scores: value("scores"), causal: form.elements.causal.checked }, table);
+    // bad input: the last good table stays, dimmed, with the reason above it
+    message.textContent = result.error || "";
+    out.classList.toggle("calc-stale", Boolean(result.error));
+    if (result.error) return;
+    const rows = result.entries.map((e) =>
+      el("tr", [
+        el("th", e.criterion, { scope: "row" }),
+        ...(e.cli
+          ? [el("td", "see the CLI", { colspan: "2" })]
+          : [el("td", fmtG(e.scale, 4)), el("td", e.unit < 1e3 ? e.unit.toFixed(3) : e.unit.toExponential(1))]),
+        el("td", e.source),
+      ]),
+    );
+    const head = el("tr", ["criterion", "scale", "× standard", "source"].map((h) => el("th", h, { scope: "col" })));
+    const unit = value("scores") === "dot" ? "q·k" : "cos(q, k)";
+    const caption = el("caption", `scale for softmax(scale × ${unit})`);
+    const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
+    const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
+    out.replaceChildren(tbl, el("p", "Notes:"), notes, plot(result.setting, table));
+  }
+
+  function attach() {
+    const form = document.getElementById("attnscale-calculator");
+    if (!form) return; // every page loads this file; only the recipes page has the form
+    form.hidden = false; // hidden in the page source: without this script it cannot work
+    const table = window.ATTNSCALE_CALCULATOR_TABLE;
+    if (!table) {
+      form.querySelector(".calc-message").textContent = "The calculator's table did not load; use the CLI.";
+      return;
+    }
+    form.addEventListener("submit", (event) => event.preventDefault()); // Enter must not reload
+    form.addEventListener("input", () => render(form, table));
+    form.addEventListener("change", () => render(form, table));
+    render(form, table);
+  }
+
+  window.AttnScaleCalculator = { recommend, fmtG, gaussianAlphaStar, causalGaussian, cosineUnitStar, plot };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", attach);
+  else attach();
+})();

@@ -1,0 +1,394 @@
+"""The recipes page's calculator agrees with ``attnscale.recommend_scale`` (issue 22).
+
+``book/_static/calculator.js`` recomputes the calculator's table in the
+browser.  Here its pure function ``AttnScaleCalculator.recommend`` runs in
+headless Chromium (as in ``tests/test_browser.py``) on a blank page, over a
+few hundred random settings across the documented domain in one
+``page.evaluate``, and every number is compared with the package:
+
+* closed-form rows (and the Gaussian gradient scale, Lambert W in closed
+  form) to ``CLOSED`` relative;
+* the causal Gaussian gradient row and the cosine gradient row,
+  interpolated from the build's table (``book/_ext/calculator_table.py``),
+  to ``INTERPOLATED`` relative;
+* the same rows, in the same order, with the same names and sources; the
+  rows the page cannot compute say "see the CLI" and give no number; the
+  notes are the package's, word for word, except the causal note (its
+  interpolated numbers) and the page's own "see the CLI" notes;
+* bad input gives an inline message, never a number.
+
+One more test builds a probe book (the calculator's section of
+``book/recipes.md`` only, no code cells) and types into the real form.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib.util
+import math
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attnscale as at
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "book" / "_static" / "calculator.js"
+CLOSED = 1e-9
+#: The rows from the build's table.  The causal row: the package finds its
+#: flat maximum to about 1e-4 and moves by a few 1e-4 between neighbouring
+#: lengths (book/_ext/calculator_table.py); the page's table is exact up to
+#: 2048 keys and within this beyond.  The cosine spline: about 4e-5.
+INTERPOLATED = 1e-3
+SETTINGS = 400
+#: The page's pure functions, called on settings passed in from Python.
+RECOMMEND = "(s) => AttnScaleCalculator.recommend(s, window.ATTNSCALE_CALCULATOR_TABLE)"
+RECOMMEND_ALL = f"(all) => all.map({RECOMMEND})"
+COSINE_ALL = (
+    "(ps) => ps.map(([n, d]) => AttnScaleCalculator.cosineUnitStar(n, d, window.ATTNSCALE_CALCULATOR_TABLE))"
+)
+CAUSAL_ALL = "(ns) => ns.map((n) => AttnScaleCalculator.causalGaussian(n, window.ATTNSCALE_CALCULATOR_TABLE))"
+
+
+def _table_module():
+    path = ROOT / "book" / "_ext" / "calculator_table.py"
+    spec = importlib.util.spec_from_file_location("calculator_table", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        if os.environ.get("ATTNSCALE_REQUIRE_BROWSER") == "1":
+            pytest.fail("Chromium is required (ATTNSCALE_REQUIRE_BROWSER=1) but not installed")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    from test_browser import CHROMIUM_ARGS
+
+    with playwright.sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture(scope="module")
+def table():
+    return _table_module().build_table()
+
+
+@pytest.fixture(scope="module")
+def calculator(browser, table):
+    """A blank page with the table and calculator.js loaded, and no request beyond it."""
+    tab = browser.new_page()
+    requests = []
+    tab.on("request", lambda request: requests.append(request.url))
+    tab.set_content("<!doctype html><title>calculator</title>")
+    tab.add_script_tag(content=_table_module().script_text(table))
+    tab.add_script_tag(path=str(SCRIPT))
+    yield tab
+    assert requests == [], requests
+    tab.close()
+
+
+def _settings(count: int) -> list[dict]:
+    """Random settings over the documented domain (as tests/test_calculator_fuzz.py draws them)."""
+    rng = np.random.default_rng(20261201)
+
+    def log_uniform(lo, hi):
+        return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+
+    def pick(values):
+        return float(rng.choice(values))
+
+    out = []
+    for k in range(count):
+        setting = {
+            # every fourth or fifth an edge or a common value
+            "d": pick([2.0, 3.0, 64.0, 128.0]) if k % 4 == 0 else log_uniform(2.0, 1e5),
+            "n": pick([2.0, 3.0, 2048.0, 2049.0, 1e15]) if k % 5 == 0 else log_uniform(2.0, 1e15),
+            "scores": "dot" if k % 3 else "cosine",
+            "causal": bool(k % 2),
+            "trainLength": None,
+            "headScale": None,
+        }
+        if k % 4:
+            setting["trainLength"] = pick([2.0, 512.0, 1e15]) if k % 7 == 0 else log_uniform(2.0, 1e15)
+            if k % 3 == 1:
+                setting["headScale"] = log_uniform(1e-3, 1e4)
+        # half-integers: the page must round n as Python does (to even)
+        if k % 11 == 0:
+            setting["n"] = math.floor(setting["n"] % 1000) + 2.5
+        out.append(setting)
+    return out
+
+
+def _package(setting):
+    return at.recommend_scale(
+        d=setting["d"],
+        n=setting["n"],
+        scores=setting["scores"],
+        causal=setting["causal"],
+        train_length=setting["trainLength"],
+        head_scale=setting["headScale"],
+    )
+
+
+def _is_page_note(note: str) -> bool:
+    return "see the CLI" in note or note.startswith("causal: the best fixed scale")
+
+
+def test_page_agrees_with_the_package(calculator):
+    settings = _settings(SETTINGS)
+    pages = calculator.evaluate(RECOMMEND_ALL, settings)
+    worst = {"closed": 0.0, "interpolated": 0.0}
+    for setting, page in zip(settings, pages, strict=True):
+        rec = _package(setting)
+        assert "error" not in page, (setting, page)
+        package_rows = {e.criterion: e for e in rec.entries}
+        # the same rows in the same order: every package row is on the page,
+        # and every page row with a number is in the package
+        page_names = [row["criterion"] for row in page["entries"]]
+        shared = [name for name in page_names if name in package_rows]
+        assert shared == list(package_rows), (setting, page_names)
+        for row in page["entries"]:
+            expected = package_rows.get(row["criterion"])
+            if row["cli"]:
+                assert row["scale"] is None and row["unit"] is None
+                assert any(row["criterion"] in note and "see the CLI" in note for note in page["notes"])
+                continue
+            assert expected is not None, (setting, row)
+            assert row["source"] == expected.source
+            interpolated = row["criterion"].startswith(("gradient, causal", "gradient (cosine"))
+            tolerance = INTERPOLATED if interpolated else CLOSED
+            for key, value in (("scale", expected.scale), ("unit", expected.unit_scale)):
+                error = abs(row[key] / value - 1.0)
+                assert error <= tolerance, (setting, row, value)
+                kind = "interpolated" if interpolated else "closed"
+                worst[kind] = max(worst[kind], error)
+        # the package's notes, word for word, save the rows the page leaves to the CLI
+        cli_rows = [row["criterion"] for row in page["entries"] if row["cli"]]
+        package_notes = [
+            note
+            for note in rec.notes
+            if not note.startswith("causal: the best fixed scale")
+            and not any(note.startswith(f"{name}:") or name in note for name in cli_rows)
+            and not note.startswith("exact entropy match does not apply")
+            # the causal cosine row is left to the CLI, and its note with it
+            and not (setting["causal"] and note.startswith("gradient (cosine):"))
+        ]
+        assert [note for note in page["notes"] if not _is_page_note(note)] == package_notes, setting
+    print(f"\nworst relative error: closed {worst['closed']:.1e}, interpolated {worst['interpolated']:.1e}")
+
+
+def test_causal_table_matches_the_package_between_its_nodes(calculator):
+    """Dense check of the interpolated row alone: lengths between every pair of grid nodes."""
+    rng = np.random.default_rng(7)
+    lengths = sorted({round(math.exp(x)) for x in rng.uniform(math.log(2), math.log(1e15), 300)})
+    page = calculator.evaluate(CAUSAL_ALL, lengths)
+    worst = 0.0
+    for n, (alpha, n_eq, share) in zip(lengths, page, strict=True):
+        want_alpha, _, want_share = at.best_causal_scale(n)
+        assert alpha == pytest.approx(want_alpha, rel=INTERPOLATED), n
+        assert share == pytest.approx(want_share, rel=INTERPOLATED), n
+        worst = max(worst, abs(alpha / want_alpha - 1), abs(share / want_share - 1))
+        # the page's n_eq is the key count whose Gaussian optimum is its scale
+        assert float(at.gaussian_alpha_star(n_eq)) == pytest.approx(alpha, rel=CLOSED), n
+    print(f"\nworst relative error of the causal row: {worst:.1e}")
+
+
+def test_cosine_spline_matches_the_package(calculator):
+    """Dense check of the cosine gradient scale: 3000 random (n, d), d = 2 and few keys included."""
+    rng = np.random.default_rng(11)
+    n = np.exp(rng.uniform(math.log(2), math.log(1e15), 3000))
+    d = np.exp(rng.uniform(math.log(2), math.log(1e6), 3000))
+    d[:200], n[200:400] = 2.0, 2.0 + rng.uniform(0, 0.5, 200)
+    pairs = [[float(a), float(b)] for a, b in zip(n, d, strict=True)]
+    page = np.array(calculator.evaluate(COSINE_ALL, pairs))
+    want = at.cosine_alpha_star(n, d) / np.sqrt(d)
+    worst = float(np.max(np.abs(page / want - 1)))
+    print(f"\nworst relative error of the cosine gradient scale: {worst:.1e}")
+    assert worst <= INTERPOLATED
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("d", "1"),
+        ("d", ""),
+        ("d", "abc"),
+        ("n", "1"),
+        ("n", "1e16"),
+        ("n", "Infinity"),
+        ("n", "NaN"),
+        ("trainLength", "1"),
+        ("headScale", "0"),
+        ("headScale", "-2"),
+    ],
+)
+def test_bad_input_gives_a_message_not_a_number(calculator, field, value):
+    # as the form passes them: text, one field bad
+    setting = dict(d="128", n="4096", trainLength="512", headScale="", scores="dot", causal=False)
+    setting[field] = value
+    page = calculator.evaluate(RECOMMEND, setting)
+    assert set(page) == {"error"} and page["error"], page
+
+
+def test_the_cli_command_in_a_note_runs(calculator):
+    """A "see the CLI" note gives a command that prints the row it stands for."""
+    setting = dict(d="64", n="123456789", trainLength="4096", headScale="2.5", scores="cosine", causal=True)
+    page = calculator.evaluate(RECOMMEND, setting)
+    commands = [note.split("see the CLI: ")[1] for note in page["notes"] if "see the CLI: " in note]
+    assert len(commands) == 2  # the causal cosine gradient and the exact match
+    assert commands[0] == commands[1]
+    argv = commands[0].split()
+    assert argv[:3] == ["python", "-m", "attnscale"]
+    done = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--n 123456789 " in commands[0] and "n = 1.23457e+08" in done.stdout
+    assert "gradient (cosine mean field), causal" in done.stdout
+    assert "alpha_L = 2.5 at L = 4096" in done.stdout
+
+
+def test_measured_scale_needs_a_training_length(calculator):
+    setting = dict(d="128", n="4096", trainLength="", headScale="2", scores="dot", causal=False)
+    page = calculator.evaluate(RECOMMEND, setting)
+    assert "training length" in page["error"]
+
+
+def test_python_number_format(calculator):
+    values = [4096.0, 1e6, 123456.7, 1e15, 2.5e-5, 0.0001, 1.0, 65536.0, 3.14159265]
+    for precision in (4, 6):
+        page = calculator.evaluate(f"(xs) => xs.map((x) => AttnScaleCalculator.fmtG(x, {precision}))", values)
+        assert page == [format(v, f".{precision}g") for v in values]
+
+
+# --- the real form, on a probe book ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def probe_page(tmp_path_factory):
+    """The calculator's section of book/recipes.md built alone (a few seconds, no code cells)."""
+    if shutil.which("jupyter-book") is None:
+        pytest.skip("jupyter-book is not installed")
+    root = tmp_path_factory.mktemp("calculator-probe")
+    shutil.copy(ROOT / "_config.yml", root)
+    for name in ("_ext", "_static", "_templates"):
+        shutil.copytree(ROOT / "book" / name, root / "book" / name)
+    shutil.copy(ROOT / "book" / "references.bib", root / "book")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/probe\n")
+    text = (ROOT / "book" / "recipes.md").read_text()
+    start, end = text.index("(sec-calculator-page)="), text.index("(sec-sources-report)=")
+    (root / "book" / "probe.md").write_text("# Probe\n\n" + text[start:end])
+    # the build imports the attnscale this test imports (the worktree's)
+    env = dict(os.environ, PYTHONPATH=str(Path(at.__file__).resolve().parents[1]))
+    done = subprocess.run(
+        ["jupyter-book", "build", str(root)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    html = root / "_build" / "html"
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/book/probe.html"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_the_form_on_the_page(browser, probe_page):
+    from test_browser import FIT_CHECK
+
+    tab = browser.new_page(viewport={"width": 390, "height": 800})
+    origin = probe_page.split("/book/")[0]
+    outside, problems = [], []
+    tab.on("request", lambda r: None if r.url.startswith((origin, "data:")) else outside.append(r.url))
+    tab.on("pageerror", lambda error: problems.append(str(error)))
+    tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    tab.goto(probe_page, wait_until="load")
+    form = tab.locator("#attnscale-calculator")
+    assert form.is_visible()
+    rows = tab.locator("#attnscale-calculator tbody tr")
+    # the defaults (d 128, n 65536, L 4096): the package's rows, the exact
+    # match left to the CLI
+    want = at.recommend_scale(d=128, n=65536, train_length=4096)
+    names = [e.criterion for e in want.entries if not e.criterion.startswith("exact")]
+    assert rows.locator("th").all_inner_texts() == [*names, "exact entropy match (gaussian)"]
+    first = rows.nth(1).locator("td").nth(0).inner_text()
+    assert first == format(want.entries[1].scale, ".4g")
+    # the figure: both curves and the reader's n marked on each
+    svg = tab.locator("#attnscale-calculator .calc-figure svg")
+    assert svg.locator("path").count() == 2 and svg.locator("circle").count() == 2
+    mark = svg.locator("circle").first.get_attribute("cx")
+    # by keyboard: labels name the fields, typing updates the table
+    tab.get_by_label("number of keys").fill("")
+    tab.get_by_label("number of keys").press_sequentially("1")
+    message = tab.locator("#attnscale-calculator .calc-message")
+    assert "number of keys" in message.inner_text()
+    assert "calc-stale" in tab.locator("#attnscale-calculator .calc-output").get_attribute("class")
+    text = form.inner_text()
+    assert "NaN" not in text and "Infinity" not in text
+    tab.get_by_label("number of keys").press("End")
+    tab.keyboard.type("000")  # 1000
+    assert message.inner_text() == ""
+    assert svg.locator("circle").first.get_attribute("cx") != mark  # n = 1000 now
+    tab.get_by_label("head dimension").fill("2")  # the cosine curve spans 30 decades
+    assert "NaN" not in svg.inner_html() and "Infinity" not in svg.inner_html()
+    tab.get_by_label("scores", exact=True).select_option("cosine")
+    tab.get_by_role("checkbox", name="causal").check()
+    text = form.inner_text()
+    assert "QK-norm initial g" in text and "see the CLI" in text
+    # a phone's width, light and dark: no sideways scroll, theme colours
+    for theme in ("light", "dark"):
+        tab.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        assert tab.evaluate("document.scrollingElement.scrollWidth") <= 390
+        # and the book's own fit check: nothing sticks out of the column or is
+        # cut off by a box that hides it (the table scrolls in its own box)
+        fit = tab.evaluate(FIT_CHECK)
+        assert fit["pageOverflow"] <= 0 and fit["problems"] == [], (theme, fit)
+        colours = tab.evaluate(
+            """() => [getComputedStyle(document.querySelector('#calc-d')).color,
+                      getComputedStyle(document.querySelector('.bd-article')).color]"""
+        )
+        assert colours[0] == colours[1], (theme, colours)
+    # axe-core (vendored, as tests/test_browser.py uses it) on the form: no
+    # serious or critical violation, light and dark
+    tab.add_script_tag(path=str(ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"))
+    tab.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
+    for theme in ("light", "dark"):
+        tab.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        result = tab.evaluate("async () => await axe.run('#attnscale-calculator')")
+        serious = [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
+        assert serious == [], (theme, serious)
+    assert outside == [] and problems == [], (outside, problems)
+    tab.close()
+
+
+def test_notebook_download_drops_the_form_and_keeps_the_sentence():
+    """In the .ipynb download the form (html only) is left out; the PDF's sentence stays."""
+    path = ROOT / "book" / "_ext" / "notebook_downloads.py"
+    spec = importlib.util.spec_from_file_location("notebook_downloads", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = (ROOT / "book" / "recipes.md").read_text()
+    section = text[text.index("(sec-calculator-page)=") : text.index("(sec-sources-report)=")]
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": section}]}
+    markdown = module.reader_copy(notebook, {})["cells"][0]["source"]
+    assert "<form" not in markdown and "{only}" not in markdown and "{raw}" not in markdown
+    assert "The form is on this chapter's web page" in markdown
+    assert "`attnscale.best_causal_scale`" in markdown
