@@ -526,19 +526,23 @@ def with_config(model: TrainedModel, **changes) -> LMConfig:
 RESULTS_FILE = Path("book") / "data" / "language-model.json"
 
 
-def load_results(path=None) -> dict:
-    """The language-model sweep's results file (``experiments/language_model.py``).
+def load_results(path=None, *, name=RESULTS_FILE.name) -> dict:
+    """A results file of the language-model sweep (``experiments/language_model.py``).
 
-    Looks at ``path`` if given; otherwise for ``data/language-model.json``
-    (a chapter running in ``book/``), ``book/data/language-model.json``
-    (the repository root) and the repository that holds this package (an
-    editable install), in that order.
+    Looks at ``path`` if given; otherwise for the file ``name`` (default
+    ``language-model.json``; the second sweep on new seeds is
+    ``language-model-reseed.json``) in ``data/`` (a chapter running in
+    ``book/``), in ``book/data/`` (the repository root) and in the
+    repository that holds this package (an editable install), in that order.
     """
     if path is not None:
         candidates = [Path(path)]
     else:
+        if not isinstance(name, str) or Path(name).name != name or not name.endswith(".json"):
+            raise ValueError(f"name must be a .json file name without a folder, got {name!r}")
+        relative = RESULTS_FILE.with_name(name)
         repository = Path(__file__).resolve().parents[2]
-        candidates = [Path("data") / RESULTS_FILE.name, RESULTS_FILE, repository / RESULTS_FILE]
+        candidates = [Path("data") / name, relative, repository / relative]
     for candidate in candidates:
         if candidate.is_file():
             return json.loads(candidate.read_text())
