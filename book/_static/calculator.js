@@ -5,7 +5,7 @@
  * and notes.  Closed-form rules are computed here; the causal Gaussian gradient row (cubic in log n) and the cosine
  * gradient row (a bicubic spline) come from the table book/_ext/calculator_table.py writes at build time; rows
  * that need the package's solvers (the causal cosine gradient, the exact entropy match) say "see the CLI" instead
- * of printing an approximation.  tests/test_calculator_page.py compares every number with the package.  The form
+ * of printing an approximation; the exact match gives the package's own note where its range checks alone decide.  tests/test_calculator_page.py compares every number with the package.  The form
  * is in book/recipes.md (a raw HTML block); plot() draws its figure.
  */
 (function () {
@@ -14,6 +14,7 @@
   const MAX_KEYS = 1e15; // attnscale.recipes.MAX_KEYS
   const MAX_D = 1e6; // beyond, InfoScale's expm1 ratio loses its digits
   const MAX_ALPHA = 1e6; // beyond, alpha_L^2 in the sqrt rule nears overflow
+  const EXACT_MAX_KEYS = 1e9; // attnscale.recipes._EXACT_MAX_KEYS
 
   // Python's format(x, ".{p}g") (and ":g", p = 6), so that names and notes
   // read exactly as the command line prints them.
@@ -118,14 +119,17 @@
     return Math.exp(sum) * gaussianAlphaStar(n);
   }
 
-  function cliNote(name, s) {
+  // mayCompute: the package may still give a note instead of a number, so
+  // the page does not promise one
+  function cliNote(name, s, mayCompute) {
     // every digit the reader typed (String gives the shortest exact form)
     let args = `--d ${s.d} --n ${s.n}`;
     if (s.scores === "cosine") args += " --cosine";
     if (s.causal) args += " --causal";
     if (s.L !== null) args += ` --train-length ${s.L}`;
     if (s.headScale !== null) args += ` --head-scale ${s.headScale}`;
-    return `${name}: needs the package's solver; see the CLI: python -m attnscale scale ${args}`;
+    const why = mayCompute ? "the package may compute it" : "needs the package's solver";
+    return `${name}: ${why}; see the CLI: python -m attnscale scale ${args}`;
   }
 
   // --- the rules, one small function each, as in attnscale.recipes -------
@@ -182,6 +186,29 @@
     return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
   }
 
+  // attnscale.recipes._exact_match up to its solver: the two range checks the
+  // package makes first are simple comparisons, so the page gives their notes
+  // word for word (and no row, as the package).  Past them the package may
+  // still give a note (the head's entropy at L above log n, or a target its
+  // solver cannot reach), which the page cannot know without the solver.
+  function exactMatch(s) {
+    const name = `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`;
+    if (Math.max(s.n, s.L) > EXACT_MAX_KEYS) {
+      return { notes: [`${name}: not computed, the exact expectation covers n and L up to ${fmtG(EXACT_MAX_KEYS)}`] };
+    }
+    // attnscale.recipes._law: the factor from the unit score to the law's scale, and the law's cap
+    const [toLaw, cap] = s.scores === "dot" ? [1, 1e3] : [Math.sqrt(s.d), 1e4];
+    if (s.a * toLaw > cap) {
+      return {
+        notes: [
+          `${name}: not computed, alpha_L = ${fmtG(s.a, 4)} is beyond the exact expectation's range ` +
+            `(up to ${fmtG(cap / toLaw, 4)} on the unit score for ${s.scores === "dot" ? "gaussian" : "cosine"} scores)`,
+        ],
+      };
+    }
+    return { cli: true, notes: [], mayCompute: true };
+  }
+
   // One row: its name and source (text, or a function of the setting), when
   // it belongs to the setting, and the rule (as attnscale.recipes._Rule).
   const rule = (name, source, applies, run) => ({ name, source, applies, run });
@@ -229,10 +256,7 @@
     rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", withL, sqrtRule),
     rule("QK-norm initial g = log2(L^2 - L)", "Henry et al. 2020", (s) => withL(s) && s.scores === "cosine", (s) =>
       scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d))),
-    rule((s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`, "ch. recipes", withL, () => ({
-      cli: true,
-      notes: [],
-    })),
+    rule((s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`, "ch. recipes", withL, exactMatch),
   ];
 
   // Checks one field; returns the number or throws the inline message (lo = 0: open, as the package's "> 0").
@@ -289,7 +313,7 @@
       const entry = { criterion: name, source: text(rule.source, s), unit: null, scale: null, cli: Boolean(out.cli) };
       if (out.cli) {
         entries.push(entry);
-        out.notes.push(cliNote(name, s));
+        out.notes.push(cliNote(name, s, Boolean(out.mayCompute)));
       } else if (out.unit !== undefined) {
         const raw = s.scores === "dot" ? out.unit / root : out.unit * root;
         // never a degenerate scale, as the package's _run
