@@ -340,6 +340,23 @@ def probe_page(tmp_path_factory):
     thread.join()
 
 
+#: Types values into a field as keystrokes would (an input event each), then
+#: reads the status at once and after a pause longer than the page's 500 ms.
+TYPE_AND_LISTEN = """
+async ([id, values]) => {
+  const field = document.getElementById(id);
+  const status = document.querySelector("#attnscale-calculator .calc-announce");
+  for (const v of values) {
+    field.value = v;
+    field.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+  const atOnce = status.textContent;
+  await new Promise((done) => setTimeout(done, 800));
+  return { "at once": atOnce, paused: status.textContent };
+}
+"""
+
+
 def test_the_form_on_the_page(browser, probe_page):
     from test_browser import FIT_CHECK
 
@@ -375,6 +392,18 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.get_by_label("number of keys").press("End")
     tab.keyboard.type("000")  # 1000
     assert message.inner_text() == ""
+    # screen readers: one polite status, set only once typing pauses (500 ms),
+    # and no live region around the table or the message
+    kinds = ("[aria-live]", "[role=alert]", "[role=status]")
+    live = ", ".join(f"#attnscale-calculator {kind}" for kind in kinds)
+    assert tab.locator(live).count() == 1
+    status = tab.locator("#attnscale-calculator [role=status]")
+    assert status.get_attribute("class").startswith("calc-announce")
+    heard = tab.evaluate(TYPE_AND_LISTEN, ["calc-n", ["1e", "1e4"]])
+    assert heard["at once"] == "" and heard["paused"] == f"{rows.count()} rows updated", heard
+    heard = tab.evaluate(TYPE_AND_LISTEN, ["calc-n", ["1e4", "1e"]])
+    assert heard["at once"] == "" and "number of keys" in heard["paused"], heard
+    tab.get_by_label("number of keys").fill("1000")
     assert svg.locator("circle").first.get_attribute("cx") != mark  # n = 1000 now
     tab.get_by_label("head dimension").fill("2")  # the cosine curve spans 30 decades
     assert "NaN" not in svg.inner_html() and "Infinity" not in svg.inner_html()

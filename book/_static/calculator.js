@@ -384,7 +384,7 @@
     // bad input: the last good table stays, dimmed, with the reason above it
     message.textContent = result.error || "";
     out.classList.toggle("calc-stale", Boolean(result.error));
-    if (result.error) return;
+    if (result.error) return result.error;
     const rows = result.entries.map((e) =>
       el("tr", [
         el("th", e.criterion, { scope: "row" }),
@@ -400,6 +400,22 @@
     const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
     out.replaceChildren(tbl, el("p", "Notes:"), notes, plot(result.setting, table));
+    return `${rows.length} rows updated`;
+  }
+
+  // Screen readers: the table is redrawn on every keystroke, and intermediate
+  // input ("1e") is briefly wrong, so the only live region is a short polite
+  // status (the row count, or the message) set once typing pauses.  Cleared at
+  // once, so that the same words set again are a change and are read again.
+  const ANNOUNCE_DELAY_MS = 500;
+  function announcer(form) {
+    const status = form.querySelector(".calc-announce");
+    let timer;
+    return (summary) => {
+      clearTimeout(timer);
+      status.textContent = "";
+      timer = setTimeout(() => (status.textContent = summary), ANNOUNCE_DELAY_MS);
+    };
   }
 
   function attach() {
@@ -412,9 +428,10 @@
       return;
     }
     form.addEventListener("submit", (event) => event.preventDefault()); // Enter must not reload
-    form.addEventListener("input", () => render(form, table));
-    form.addEventListener("change", () => render(form, table));
-    render(form, table);
+    const announce = announcer(form);
+    form.addEventListener("input", () => announce(render(form, table)));
+    form.addEventListener("change", () => announce(render(form, table)));
+    render(form, table); // on load nothing is announced: the reader has not typed
   }
 
   window.AttnScaleCalculator = { recommend, fmtG, gaussianAlphaStar, causalGaussian, cosineUnitStar, plot };
