@@ -357,6 +357,29 @@ async ([id, values]) => {
 """
 
 
+#: WCAG contrast ratios of the text field's and the select's borders against
+#: their own background and the page's (computed colours, opaque in both themes).
+BORDER_CONTRAST = """
+() => {
+  const rgb = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => {
+    const linear = (v) => (v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    const [r, g, b] = rgb(c).map((v) => linear(v / 255));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => (Math.max(lum(a), lum(b)) + 0.05) / (Math.min(lum(a), lum(b)) + 0.05);
+  const page = getComputedStyle(document.body).backgroundColor;
+  const out = {};
+  for (const id of ["calc-d", "calc-scores"]) {
+    const style = getComputedStyle(document.getElementById(id));
+    out[`${id} on its field`] = +ratio(style.borderTopColor, style.backgroundColor).toFixed(2);
+    out[`${id} on the page`] = +ratio(style.borderTopColor, page).toFixed(2);
+  }
+  return out;
+}
+"""
+
+
 def test_the_form_on_the_page(browser, probe_page):
     from test_browser import FIT_CHECK
 
@@ -424,6 +447,10 @@ def test_the_form_on_the_page(browser, probe_page):
                       getComputedStyle(document.querySelector('.bd-article')).color]"""
         )
         assert colours[0] == colours[1], (theme, colours)
+        # WCAG 1.4.11: a field's border at least 3:1 against what is around it
+        ratios = tab.evaluate(BORDER_CONTRAST)
+        print(f"\nfield border contrast, {theme}: {ratios}")
+        assert min(ratios.values()) >= 3.0, (theme, ratios)
     # axe-core (vendored, as tests/test_browser.py uses it) on the form: no
     # serious or critical violation, light and dark
     tab.add_script_tag(path=str(ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"))
