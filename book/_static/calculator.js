@@ -85,7 +85,9 @@
       alpha = Math.exp(cubicAt(ln, table.causalLog.map((r) => Math.log(r[0])), x));
       share = cubicAt(ln, table.causalLog.map((r) => r[1]), x);
     }
-    return [alpha, (1 + 2 * alpha * alpha) * Math.exp(alpha * alpha), share];
+    // kept within 2 .. n as the package keeps it (at n = 2 rounding could put it a hair below)
+    const nRef = Math.min(Math.max((1 + 2 * alpha * alpha) * Math.exp(alpha * alpha), 2), m);
+    return [alpha, nRef, share];
   }
 
   // The four cubic B-splines that are nonzero at x, and the first one's index
