@@ -326,10 +326,24 @@ def test_measured_scale_needs_a_training_length(calculator):
 
 
 def test_python_number_format(calculator):
-    values = [4096.0, 1e6, 123456.7, 1e15, 2.5e-5, 0.0001, 1.0, 65536.0, 3.14159265]
-    for precision in (4, 6):
-        page = calculator.evaluate(f"(xs) => xs.map((x) => AttnScaleCalculator.fmtG(x, {precision}))", values)
-        assert page == [format(v, f".{precision}g") for v in values]
+    values = [4096.0, 1e6, 123456.7, 1e15, 2.5e-5, 0.0001, 1.0, 65536.0, 3.14159265, 9.99995, 0.000999995]
+    # exact ties (Python rounds them to even, JS's toFixed and toExponential up)
+    values += [0.125, 0.0625, 2.5, 1250.0, 1350.0, 1234.5, 12345.5, 0.5, 1.5, 99.5, 999.5, 0.1875, 2.0**-20]
+    # binary fractions with few bits, many of them exact ties at some precision; and arbitrary doubles
+    rng = np.random.default_rng(5)
+    values += list(rng.integers(1, 4096, 400) / 2.0 ** rng.integers(-8, 16, 400))
+    values += [float(v) for v in np.exp(rng.uniform(-12, 40, 400))]
+    formats = {"g": (1, 2, 3, 4, 6), "e": (1, 3), "f": (1, 3)}
+    for kind, precisions in formats.items():
+        for precision in precisions:
+            call = {"g": "fmtG(x, {})", "e": "fmtE(x, {})", "f": "fmtF(x, {})"}[kind].format(precision)
+            page = calculator.evaluate(
+                f"(xs) => xs.map((x) => AttnScaleCalculator.{call})", [float(v) for v in values]
+            )
+            want = [format(float(v), f".{precision}{kind}") for v in values]
+            wrong = [(v, p, w) for v, p, w in zip(values, page, want, strict=True) if p != w]
+            assert wrong == [], (kind, precision, wrong[:5])
+    assert calculator.evaluate("() => AttnScaleCalculator.fmtG(-0.125, 2)") == "-0.12"
 
 
 # --- the real form, on a probe book ------------------------------------------

@@ -16,18 +16,51 @@
   const MAX_ALPHA = 1e6; // beyond, alpha_L^2 in the sqrt rule nears overflow
   const EXACT_MAX_KEYS = 1e9; // attnscale.recipes._EXACT_MAX_KEYS
 
+  // The first p significant digits of x > 0, and its decimal exponent, rounded
+  // as Python rounds them: to nearest, an exact tie to the even digit (JS's
+  // toExponential breaks ties upward: 0.125 to 2 digits is 0.13 there, 0.12 in
+  // Python).  toExponential(99) is the exact expansion to 100 digits, enough
+  // to see any tie: a tie at p <= 17 digits has only p + 1 significant digits.
+  function pythonDigits(x, p) {
+    const [exact, e] = x.toExponential(99).split("e");
+    const digits = exact.replace(".", "");
+    const tie = digits[p] === "5" && /^0*$/.test(digits.slice(p + 1));
+    if (tie && Number(digits[p - 1]) % 2 === 0) return [digits.slice(0, p), parseInt(e, 10)]; // down, to even
+    const [m, e2] = x.toExponential(p - 1).split("e"); // nearest, or a tie up to even
+    return [m.replace(".", ""), parseInt(e2, 10)];
+  }
+
+  const strip = (s) => (s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s);
+  const exponent = (e) => (e < 0 ? "-" : "+") + String(Math.abs(e)).padStart(2, "0"); // Python: 1e+06
+
   // Python's format(x, ".{p}g") (and ":g", p = 6), so that names and notes
   // read exactly as the command line prints them.
   function fmtG(x, p = 6) {
     if (x === 0) return "0";
-    const [mantissa, exponent] = x.toExponential(p - 1).split("e");
-    const e = parseInt(exponent, 10);
-    const strip = (s) => (s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s);
-    if (e < -4 || e >= p) {
-      const digits = String(Math.abs(e)).padStart(2, "0"); // Python: 1e+06
-      return strip(mantissa) + "e" + (e < 0 ? "-" : "+") + digits;
-    }
-    return strip(x.toFixed(p - 1 - e));
+    const sign = x < 0 ? "-" : "";
+    const [digits, e] = pythonDigits(Math.abs(x), p);
+    if (e < -4 || e >= p) return sign + strip(digits[0] + "." + digits.slice(1)) + "e" + exponent(e);
+    const fixed = e >= 0 ? digits.slice(0, e + 1) + "." + digits.slice(e + 1) : "0." + "0".repeat(-e - 1) + digits;
+    return sign + strip(fixed);
+  }
+
+  // Python's format(x, ".{f}e") for x > 0: f decimals, a two-digit exponent.
+  function fmtE(x, f) {
+    const [digits, e] = pythonDigits(x, f + 1);
+    return digits[0] + (f > 0 ? "." + digits.slice(1) : "") + "e" + exponent(e);
+  }
+
+  // Python's format(x, ".{f}f") for x >= 0 and f >= 1.  Below 10^-f no tie
+  // is possible (a binary fraction that ends in 5 at the (f+1)th decimal is
+  // at least 2^-(f+1) > 10^-f), so toFixed is right there.
+  function fmtF(x, f) {
+    const e = x > 0 ? parseInt(x.toExponential(99).split("e")[1], 10) : -Infinity; // exact, unlike log10
+    const p = e + 1 + f; // significant digits to the f-th decimal
+    if (p < 1) return x.toFixed(f);
+    const [digits, e2] = pythonDigits(x, p);
+    const whole = e2 >= 0 ? digits.slice(0, e2 + 1) : "0";
+    const decimals = e2 >= 0 ? digits.slice(e2 + 1) : "0".repeat(-e2 - 1) + digits;
+    return whole + (f > 0 ? "." + decimals.padEnd(f, "0").slice(0, f) : "");
   }
 
   // Python's round(): halves go to the even integer (the package rounds n so).
@@ -160,7 +193,7 @@
       alpha = a;
       notes.push(
         `causal: the best fixed scale is alpha*(n = ${fmtG(nRef, 4)}), the optimum for that many keys; ` +
-          `it keeps ${(share * 100).toFixed(1)}% of each position's best mean-field gradient on average ` +
+          `it keeps ${fmtF(share * 100, 1)}% of each position's best mean-field gradient on average ` +
           `over positions 2 .. ${fmtG(roundHalfEven(s.n))}`,
       );
     } else {
@@ -392,7 +425,7 @@
         el("th", e.criterion, { scope: "row" }),
         ...(e.cli
           ? [el("td", "see the CLI", { colspan: "2" })]
-          : [el("td", fmtG(e.scale, 4)), el("td", e.unit < 1e3 ? e.unit.toFixed(3) : e.unit.toExponential(1))]),
+          : [el("td", fmtG(e.scale, 4)), el("td", e.unit < 1e3 ? fmtF(e.unit, 3) : fmtE(e.unit, 1))]),
         el("td", e.source),
       ]),
     );
@@ -436,7 +469,7 @@
     render(form, table); // on load nothing is announced: the reader has not typed
   }
 
-  window.AttnScaleCalculator = { recommend, fmtG, gaussianAlphaStar, causalGaussian, cosineUnitStar, plot };
+  window.AttnScaleCalculator = { recommend, fmtG, fmtE, fmtF, gaussianAlphaStar, causalGaussian, cosineUnitStar, plot };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", attach);
   else attach();
 })();
