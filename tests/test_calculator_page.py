@@ -402,6 +402,23 @@ async ([id, values]) => {
 """
 
 
+CLI_ROW_ALIGNMENT = """
+() => {
+  const rows = [...document.querySelectorAll("#attnscale-calculator .calc-table tbody tr")];
+  const cli = rows.find((r) => r.cells[1].colSpan === 2);
+  const other = rows.find((r) => r.cells[1].colSpan === 1);
+  const align = (cell) => getComputedStyle(cell).textAlign;
+  return { "cli source": align(cli.cells[2]), source: align(other.cells[3]), number: align(other.cells[1]) };
+}
+"""
+SCROLL_HINT = """
+() => {
+  const out = document.querySelector("#attnscale-calculator .calc-output");
+  const hint = document.querySelector("#attnscale-calculator .calc-scroll-hint");
+  return { scrolls: out.scrollWidth > out.clientWidth + 1, "hint shown": hint.checkVisibility() };
+}
+"""
+
 #: WCAG contrast ratios of the text field's and the select's borders against
 #: their own background and the page's (computed colours, opaque in both themes).
 BORDER_CONTRAST = """
@@ -479,6 +496,16 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.get_by_role("checkbox", name="causal").check()
     text = form.inner_text()
     assert "QK-norm initial g" in text and "see the CLI" in text
+    # a "see the CLI" row: its source aligned as the other rows' (left), numbers right
+    aligns = tab.evaluate(CLI_ROW_ALIGNMENT)
+    assert aligns == {"cli source": "left", "source": "left", "number": "right"}, aligns
+    # the scroll hint shows exactly while the table is wider than its box
+    for width in (390, 1200, 390):
+        tab.set_viewport_size({"width": width, "height": 800})
+        tab.wait_for_timeout(100)  # the resize event
+        hint = tab.evaluate(SCROLL_HINT)
+        print(f"\nat {width} px: {hint}")
+        assert hint["scrolls"] == hint["hint shown"], (width, hint)
     # a phone's width, light and dark: no sideways scroll, theme colours
     for theme in ("light", "dark"):
         tab.evaluate(f"document.documentElement.dataset.theme = '{theme}'")

@@ -425,7 +425,10 @@
         el("th", e.criterion, { scope: "row" }),
         ...(e.cli
           ? [el("td", "see the CLI", { colspan: "2" })]
-          : [el("td", fmtG(e.scale, 4)), el("td", e.unit < 1e3 ? fmtF(e.unit, 3) : fmtE(e.unit, 1))]),
+          : [
+              el("td", fmtG(e.scale, 4), { class: "calc-number" }),
+              el("td", e.unit < 1e3 ? fmtF(e.unit, 3) : fmtE(e.unit, 1), { class: "calc-number" }),
+            ]),
         el("td", e.source),
       ]),
     );
@@ -435,7 +438,16 @@
     const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
     out.replaceChildren(tbl, el("p", "Notes:"), notes, plot(result.setting, table));
+    showScrollHint(form);
     return `${rows.length} rows updated`;
+  }
+
+  // On a narrow screen the table scrolls inside its box; nothing else says so
+  // (phones hide scroll bars), so a line above it does, only while it is wider.
+  function showScrollHint(form) {
+    const out = form.querySelector(".calc-output");
+    const hint = form.querySelector(".calc-scroll-hint");
+    if (hint) hint.hidden = out.scrollWidth <= out.clientWidth + 1; // +1: subpixel widths
   }
 
   // Screen readers: the table is redrawn on every keystroke, and intermediate
@@ -467,6 +479,7 @@
     form.addEventListener("input", () => announce(render(form, table)));
     form.addEventListener("change", () => announce(render(form, table)));
     render(form, table); // on load nothing is announced: the reader has not typed
+    window.addEventListener("resize", () => showScrollHint(form)); // a phone turned, a window resized
   }
 
   window.AttnScaleCalculator = { recommend, fmtG, fmtE, fmtF, gaussianAlphaStar, causalGaussian, cosineUnitStar, plot };
