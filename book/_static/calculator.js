@@ -5,7 +5,7 @@
  * and notes.  Closed-form rules are computed here; the causal Gaussian gradient row (cubic in log n) and the cosine
  * gradient row (a bicubic spline) come from the table book/_ext/calculator_table.py writes at build time; rows
  * that need the package's solvers (the causal cosine gradient, the exact entropy match) say "see the CLI" instead
- * of printing an approximation.  tests/test_calculator_page.py compares every number with the package.  The form
+ * of printing an approximation; the exact match gives the package's own note where its range checks alone decide.  tests/test_calculator_page.py compares every number with the package.  The form
  * is in book/recipes.md (a raw HTML block); plot() draws its figure.
  */
 (function () {
@@ -14,19 +14,53 @@
   const MAX_KEYS = 1e15; // attnscale.recipes.MAX_KEYS
   const MAX_D = 1e6; // beyond, InfoScale's expm1 ratio loses its digits
   const MAX_ALPHA = 1e6; // beyond, alpha_L^2 in the sqrt rule nears overflow
+  const EXACT_MAX_KEYS = 1e9; // attnscale.recipes._EXACT_MAX_KEYS
+
+  // The first p significant digits of x > 0, and its decimal exponent, rounded
+  // as Python rounds them: to nearest, an exact tie to the even digit (JS's
+  // toExponential breaks ties upward: 0.125 to 2 digits is 0.13 there, 0.12 in
+  // Python).  toExponential(99) is the exact expansion to 100 digits, enough
+  // to see any tie: a tie at p <= 17 digits has only p + 1 significant digits.
+  function pythonDigits(x, p) {
+    const [exact, e] = x.toExponential(99).split("e");
+    const digits = exact.replace(".", "");
+    const tie = digits[p] === "5" && /^0*$/.test(digits.slice(p + 1));
+    if (tie && Number(digits[p - 1]) % 2 === 0) return [digits.slice(0, p), parseInt(e, 10)]; // down, to even
+    const [m, e2] = x.toExponential(p - 1).split("e"); // nearest, or a tie up to even
+    return [m.replace(".", ""), parseInt(e2, 10)];
+  }
+
+  const strip = (s) => (s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s);
+  const exponent = (e) => (e < 0 ? "-" : "+") + String(Math.abs(e)).padStart(2, "0"); // Python: 1e+06
 
   // Python's format(x, ".{p}g") (and ":g", p = 6), so that names and notes
   // read exactly as the command line prints them.
   function fmtG(x, p = 6) {
     if (x === 0) return "0";
-    const [mantissa, exponent] = x.toExponential(p - 1).split("e");
-    const e = parseInt(exponent, 10);
-    const strip = (s) => (s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s);
-    if (e < -4 || e >= p) {
-      const digits = String(Math.abs(e)).padStart(2, "0"); // Python: 1e+06
-      return strip(mantissa) + "e" + (e < 0 ? "-" : "+") + digits;
-    }
-    return strip(x.toFixed(p - 1 - e));
+    const sign = x < 0 ? "-" : "";
+    const [digits, e] = pythonDigits(Math.abs(x), p);
+    if (e < -4 || e >= p) return sign + strip(digits[0] + "." + digits.slice(1)) + "e" + exponent(e);
+    const fixed = e >= 0 ? digits.slice(0, e + 1) + "." + digits.slice(e + 1) : "0." + "0".repeat(-e - 1) + digits;
+    return sign + strip(fixed);
+  }
+
+  // Python's format(x, ".{f}e") for x > 0: f decimals, a two-digit exponent.
+  function fmtE(x, f) {
+    const [digits, e] = pythonDigits(x, f + 1);
+    return digits[0] + (f > 0 ? "." + digits.slice(1) : "") + "e" + exponent(e);
+  }
+
+  // Python's format(x, ".{f}f") for x >= 0 and f >= 1.  Below 10^-f no tie
+  // is possible (a binary fraction that ends in 5 at the (f+1)th decimal is
+  // at least 2^-(f+1) > 10^-f), so toFixed is right there.
+  function fmtF(x, f) {
+    const e = x > 0 ? parseInt(x.toExponential(99).split("e")[1], 10) : -Infinity; // exact, unlike log10
+    const p = e + 1 + f; // significant digits to the f-th decimal
+    if (p < 1) return x.toFixed(f);
+    const [digits, e2] = pythonDigits(x, p);
+    const whole = e2 >= 0 ? digits.slice(0, e2 + 1) : "0";
+    const decimals = e2 >= 0 ? digits.slice(e2 + 1) : "0".repeat(-e2 - 1) + digits;
+    return whole + (f > 0 ? "." + decimals.padEnd(f, "0").slice(0, f) : "");
   }
 
   // Python's round(): halves go to the even integer (the package rounds n so).
@@ -84,7 +118,9 @@
       alpha = Math.exp(cubicAt(ln, table.causalLog.map((r) => Math.log(r[0])), x));
       share = cubicAt(ln, table.causalLog.map((r) => r[1]), x);
     }
-    return [alpha, (1 + 2 * alpha * alpha) * Math.exp(alpha * alpha), share];
+    // kept within 2 .. n as the package keeps it (at n = 2 rounding could put it a hair below)
+    const nRef = Math.min(Math.max((1 + 2 * alpha * alpha) * Math.exp(alpha * alpha), 2), m);
+    return [alpha, nRef, share];
   }
 
   // The four cubic B-splines that are nonzero at x, and the first one's index
@@ -118,14 +154,17 @@
     return Math.exp(sum) * gaussianAlphaStar(n);
   }
 
-  function cliNote(name, s) {
+  // mayCompute: the package may still give a note instead of a number, so
+  // the page does not promise one
+  function cliNote(name, s, mayCompute) {
     // every digit the reader typed (String gives the shortest exact form)
     let args = `--d ${s.d} --n ${s.n}`;
     if (s.scores === "cosine") args += " --cosine";
     if (s.causal) args += " --causal";
     if (s.L !== null) args += ` --train-length ${s.L}`;
     if (s.headScale !== null) args += ` --head-scale ${s.headScale}`;
-    return `${name}: needs the package's solver; see the CLI: python -m attnscale scale ${args}`;
+    const why = mayCompute ? "the package may compute it" : "needs the package's solver";
+    return `${name}: ${why}; see the CLI: python -m attnscale scale ${args}`;
   }
 
   // --- the rules, one small function each, as in attnscale.recipes -------
@@ -154,7 +193,7 @@
       alpha = a;
       notes.push(
         `causal: the best fixed scale is alpha*(n = ${fmtG(nRef, 4)}), the optimum for that many keys; ` +
-          `it keeps ${(share * 100).toFixed(1)}% of each position's best mean-field gradient on average ` +
+          `it keeps ${fmtF(share * 100, 1)}% of each position's best mean-field gradient on average ` +
           `over positions 2 .. ${fmtG(roundHalfEven(s.n))}`,
       );
     } else {
@@ -180,6 +219,29 @@
     const frozen =
       "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field entropy no longer describes the head";
     return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
+  }
+
+  // attnscale.recipes._exact_match up to its solver: the two range checks the
+  // package makes first are simple comparisons, so the page gives their notes
+  // word for word (and no row, as the package).  Past them the package may
+  // still give a note (the head's entropy at L above log n, or a target its
+  // solver cannot reach), which the page cannot know without the solver.
+  function exactMatch(s) {
+    const name = `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`;
+    if (Math.max(s.n, s.L) > EXACT_MAX_KEYS) {
+      return { notes: [`${name}: not computed, the exact expectation covers n and L up to ${fmtG(EXACT_MAX_KEYS)}`] };
+    }
+    // attnscale.recipes._law: the factor from the unit score to the law's scale, and the law's cap
+    const [toLaw, cap] = s.scores === "dot" ? [1, 1e3] : [Math.sqrt(s.d), 1e4];
+    if (s.a * toLaw > cap) {
+      return {
+        notes: [
+          `${name}: not computed, alpha_L = ${fmtG(s.a, 4)} is beyond the exact expectation's range ` +
+            `(up to ${fmtG(cap / toLaw, 4)} on the unit score for ${s.scores === "dot" ? "gaussian" : "cosine"} scores)`,
+        ],
+      };
+    }
+    return { cli: true, notes: [], mayCompute: true };
   }
 
   // One row: its name and source (text, or a function of the setting), when
@@ -229,10 +291,7 @@
     rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", withL, sqrtRule),
     rule("QK-norm initial g = log2(L^2 - L)", "Henry et al. 2020", (s) => withL(s) && s.scores === "cosine", (s) =>
       scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d))),
-    rule((s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`, "ch. recipes", withL, () => ({
-      cli: true,
-      notes: [],
-    })),
+    rule((s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`, "ch. recipes", withL, exactMatch),
   ];
 
   // Checks one field; returns the number or throws the inline message (lo = 0: open, as the package's "> 0").
@@ -289,7 +348,7 @@
       const entry = { criterion: name, source: text(rule.source, s), unit: null, scale: null, cli: Boolean(out.cli) };
       if (out.cli) {
         entries.push(entry);
-        out.notes.push(cliNote(name, s));
+        out.notes.push(cliNote(name, s, Boolean(out.mayCompute)));
       } else if (out.unit !== undefined) {
         const raw = s.scores === "dot" ? out.unit / root : out.unit * root;
         // never a degenerate scale, as the package's _run
@@ -360,13 +419,16 @@
     // bad input: the last good table stays, dimmed, with the reason above it
     message.textContent = result.error || "";
     out.classList.toggle("calc-stale", Boolean(result.error));
-    if (result.error) return;
+    if (result.error) return result.error;
     const rows = result.entries.map((e) =>
       el("tr", [
         el("th", e.criterion, { scope: "row" }),
         ...(e.cli
           ? [el("td", "see the CLI", { colspan: "2" })]
-          : [el("td", fmtG(e.scale, 4)), el("td", e.unit < 1e3 ? e.unit.toFixed(3) : e.unit.toExponential(1))]),
+          : [
+              el("td", fmtG(e.scale, 4), { class: "calc-number" }),
+              el("td", e.unit < 1e3 ? fmtF(e.unit, 3) : fmtE(e.unit, 1), { class: "calc-number" }),
+            ]),
         el("td", e.source),
       ]),
     );
@@ -376,6 +438,31 @@
     const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
     out.replaceChildren(tbl, el("p", "Notes:"), notes, plot(result.setting, table));
+    showScrollHint(form);
+    return `${rows.length} rows updated`;
+  }
+
+  // On a narrow screen the table scrolls inside its box; nothing else says so
+  // (phones hide scroll bars), so a line above it does, only while it is wider.
+  function showScrollHint(form) {
+    const out = form.querySelector(".calc-output");
+    const hint = form.querySelector(".calc-scroll-hint");
+    if (hint) hint.hidden = out.scrollWidth <= out.clientWidth + 1; // +1: subpixel widths
+  }
+
+  // Screen readers: the table is redrawn on every keystroke, and intermediate
+  // input ("1e") is briefly wrong, so the only live region is a short polite
+  // status (the row count, or the message) set once typing pauses.  Cleared at
+  // once, so that the same words set again are a change and are read again.
+  const ANNOUNCE_DELAY_MS = 500;
+  function announcer(form) {
+    const status = form.querySelector(".calc-announce");
+    let timer;
+    return (summary) => {
+      clearTimeout(timer);
+      status.textContent = "";
+      timer = setTimeout(() => (status.textContent = summary), ANNOUNCE_DELAY_MS);
+    };
   }
 
   function attach() {
@@ -388,12 +475,14 @@
       return;
     }
     form.addEventListener("submit", (event) => event.preventDefault()); // Enter must not reload
-    form.addEventListener("input", () => render(form, table));
-    form.addEventListener("change", () => render(form, table));
-    render(form, table);
+    const announce = announcer(form);
+    form.addEventListener("input", () => announce(render(form, table)));
+    form.addEventListener("change", () => announce(render(form, table)));
+    render(form, table); // on load nothing is announced: the reader has not typed
+    window.addEventListener("resize", () => showScrollHint(form)); // a phone turned, a window resized
   }
 
-  window.AttnScaleCalculator = { recommend, fmtG, gaussianAlphaStar, causalGaussian, cosineUnitStar, plot };
+  window.AttnScaleCalculator = { recommend, fmtG, fmtE, fmtF, gaussianAlphaStar, causalGaussian, cosineUnitStar, plot };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", attach);
   else attach();
 })();
