@@ -91,7 +91,8 @@ def _glue_text(values: dict, body: str) -> str:
 def _flatten_roles(source: str, values: dict) -> str:
     def replace(match):
         role, body = match.group("role"), match.group("body")
-        markdown = values.get(body.split("::")[-1], {}).get("data", {}).get("text/markdown")
+        key = body.split("::")[-1].partition(":")[0]  # "key:myst" -> "key"
+        markdown = values.get(key, {}).get("data", {}).get("text/markdown")
         if role == "glue:md" and markdown is not None:
             return _plain(markdown).strip()
         if role in ("glue", "glue:", "glue:text", "glue:any", "glue:md"):

@@ -30,7 +30,7 @@ __all__ = ["SPLIT_PERIOD", "SYMPY_CORPUS", "Corpus", "batch_windows", "sympy_cor
 #: One file in this many goes to validation, the next one to test.
 SPLIT_PERIOD = 20
 
-#: What the corpus of the pinned SymPy must be: its version, the number of
+#: The corpus the pinned SymPy must give, with its version, the number of
 #: files and the SHA-256 of each split (the concatenated bytes).
 SYMPY_CORPUS = {
     "sympy": "1.14.0",
@@ -49,8 +49,8 @@ class Corpus:
 
     Attributes
     ----------
-    train, validation, test : numpy.ndarray
-        ``uint8`` arrays of the concatenated files of each split.
+    train, validation, test
+        The concatenated files of each split, ``uint8`` NumPy arrays.
     files : dict
         Split name to the tuple of relative paths, in order.
     sha256 : dict

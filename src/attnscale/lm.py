@@ -81,12 +81,13 @@ class LMConfig:
     ----------
     d_model, n_heads, n_layers, d_mlp : int
         Width, heads (``d_model`` must divide by it), blocks, MLP width.
-    positions : {"rope", "nope"}
-        Rotary position embedding, or none.
-    scale_rule : {"standard", "logn512", "ssmax"}
-        The scale rule in training and evaluation (:func:`logit_scale`).
-    normalizer : {"softmax", "relu2"}
-        :func:`attention_weights`.
+    positions : str
+        ``"rope"`` (rotary position embedding) or ``"nope"`` (none).
+    scale_rule : str
+        ``"standard"``, ``"logn512"`` or ``"ssmax"``: the scale rule in
+        training and evaluation (:func:`logit_scale`).
+    normalizer : str
+        ``"softmax"`` or ``"relu2"`` (:func:`attention_weights`).
     relu2_length : int or None
         For ``relu2``: the fixed :math:`N` of :math:`\\operatorname{relu}^2/N`;
         ``None`` divides by the sample length.
@@ -370,8 +371,8 @@ class TrainedModel:
         Final parameters (NumPy arrays).
     seed : int
         Seeds the initialization and the batch order.
-    losses : numpy.ndarray
-        Training loss (nats per byte) at every step, ``(steps,)``.
+    losses
+        Training loss (nats per byte) at every step, a NumPy array ``(steps,)``.
     seconds : float
         Wall time of the training loop (compilation included).
     """
