@@ -9,6 +9,9 @@
   have ``role="doc-biblioentry"``, a role that is not a list item, so
   assistive technology sees an empty list (axe-core: "aria-required-children",
   critical).  After the build the entries' role becomes ``listitem``.
+* ``nitpick_ignore`` arrives from ``_config.yml`` as YAML lists, but Sphinx
+  looks up ``(type, target)`` tuples, so no entry would ever match; the
+  entries become tuples.
 """
 
 from __future__ import annotations
@@ -38,7 +41,12 @@ def _bibliography_roles(app, exception):
             page.write_text(text.replace('role="doc-biblioentry"', 'role="listitem"'), encoding="utf-8")
 
 
+def _nitpick_tuples(app, config):
+    config.nitpick_ignore = [tuple(entry) for entry in config.nitpick_ignore]
+
+
 def setup(app):
+    app.connect("config-inited", _nitpick_tuples)
     app.connect("build-finished", _bibliography_roles)
     # early: html-page-context stops at the first handler that returns a value
     app.connect("html-page-context", _dedupe_inline_scripts, priority=50)
