@@ -89,16 +89,23 @@ def welch_tolerance(half_a, seeds_a, half_b, seeds_b, level=1e-3, interval_level
     r"""The largest difference of two independent means that Welch's t test accepts.
 
     Each mean is given as :func:`seed_interval` reports it: the half-width
-    ``half`` of its ``interval_level`` Student-t interval over ``seeds``
-    independent batches, so its standard error is
-    :math:`s_i = h_i / t_{k_i-1,\,(1+c)/2}`.  The difference of the means has
-    standard error :math:`s = \sqrt{s_a^2 + s_b^2}` and, by Welch and
-    Satterthwaite, :math:`\nu = s^4 / (s_a^4/(k_a-1) + s_b^4/(k_b-1))`
+    :math:`h_i` of its ``interval_level`` (:math:`c`) Student-t interval over
+    :math:`k_i` independent batches, so its standard error is
+
+    .. math:: s_i = h_i / t_{k_i-1,\,(1+c)/2} .
+
+    The difference of the means has standard error
+    :math:`s = \sqrt{s_a^2 + s_b^2}` and, by Welch and Satterthwaite,
+
+    .. math:: \nu = \frac{s^4}{s_a^4/(k_a-1) + s_b^4/(k_b-1)}
+
     degrees of freedom; the two-sided test at ``level`` accepts
-    :math:`|\bar a - \bar b| \le t_{\nu,\,1-\mathrm{level}/2}\, s`.  With
-    standard errors estimated from a few batches this is far wider than a
-    fixed number of standard errors would suggest (five batches: 8.6
-    standard errors at level 1e-3, where the normal law says 3.3).
+
+    .. math:: |\bar a - \bar b| \le t_{\nu,\,1-\mathrm{level}/2}\, s .
+
+    With standard errors estimated from a few batches this is far wider
+    than a fixed number of standard errors would suggest (five batches:
+    8.6 standard errors at level 1e-3, where the normal law says 3.3).
 
     Parameters
     ----------
