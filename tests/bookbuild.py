@@ -25,6 +25,28 @@ BUILD_FLAGS = ["--all", "-W", "-n", "--keep-going"]
 #: The programs the PDF build and its tests need (Debian packages: README, "The PDF").
 PDF_TOOLS = ("xelatex", "latexmk", "pdftotext", "pdfimages", "pdfinfo")
 
+#: Headless Chromium without anything that reaches the network on its own.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def load_extension(name: str):
+    """The local Sphinx extension ``book/_ext/<name>.py`` as a module (it is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "book" / "_ext" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 #: The files that make up the book's sources.
 BOOK_FILES = ["_config.yml", "_toc.yml", "book"]
 

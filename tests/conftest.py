@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from bookbuild import PDF_TOOLS, build_pdf, copy_book, notebook_chapters, start_build
+from bookbuild import CHROMIUM_ARGS, PDF_TOOLS, build_pdf, copy_book, notebook_chapters, start_build
 
 RERUN_SCRIPT = Path(__file__).with_name("rerun_chapters.py")
 BACKGROUND = pytest.StashKey[dict]()
@@ -154,3 +154,18 @@ def background_pdf(request, built_book):
         return None
     record["thread"].join()
     return record.get("pdf")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (Debian's), for the browser and calculator-page tests."""
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        if os.environ.get("ATTNSCALE_REQUIRE_BROWSER") == "1":
+            pytest.fail("Chromium is required (ATTNSCALE_REQUIRE_BROWSER=1) but not installed")
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()

@@ -34,7 +34,6 @@ import http.server
 import json
 import os
 import re
-import shutil
 import threading
 from pathlib import Path
 
@@ -42,16 +41,6 @@ import pytest
 from bookbuild import ROOT, notebook_chapters, toc_files
 
 pytestmark = pytest.mark.book
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 PAGE_CHECK = """
 async () => {
@@ -71,24 +60,6 @@ async () => {
   };
 }
 """
-
-
-def _chromium():
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = _chromium()
-    if executable is None:
-        if os.environ.get("ATTNSCALE_REQUIRE_BROWSER") == "1":
-            pytest.fail("Chromium is required (ATTNSCALE_REQUIRE_BROWSER=1) but not installed")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import importlib.util
 import math
 import os
 import re
@@ -39,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bookbuild import ROOT, load_extension
 
 import attnscale as at
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "book" / "_static" / "calculator.js"
 CLOSED = 1e-9
 #: The rows from the build's table.  The causal row: the package finds its
@@ -66,33 +65,9 @@ COSINE_ALL = (
 CAUSAL_ALL = "(ns) => ns.map((n) => AttnScaleCalculator.causalGaussian(n, window.ATTNSCALE_CALCULATOR_TABLE))"
 
 
-def _table_module():
-    path = ROOT / "book" / "_ext" / "calculator_table.py"
-    spec = importlib.util.spec_from_file_location("calculator_table", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = shutil.which("chromium") or shutil.which("chromium-browser")
-    if executable is None:
-        if os.environ.get("ATTNSCALE_REQUIRE_BROWSER") == "1":
-            pytest.fail("Chromium is required (ATTNSCALE_REQUIRE_BROWSER=1) but not installed")
-        pytest.skip("Chromium is not installed (apt-get install chromium)")
-    playwright = pytest.importorskip("playwright.sync_api")
-    from test_browser import CHROMIUM_ARGS
-
-    with playwright.sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
-
-
 @pytest.fixture(scope="module")
 def table():
-    return _table_module().build_table()
+    return load_extension("calculator_table").build_table()
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +77,7 @@ def calculator(browser, table):
     requests = []
     tab.on("request", lambda request: requests.append(request.url))
     tab.set_content("<!doctype html><title>calculator</title>")
-    tab.add_script_tag(content=_table_module().script_text(table))
+    tab.add_script_tag(content=load_extension("calculator_table").script_text(table))
     tab.add_script_tag(path=str(SCRIPT))
     yield tab
     assert requests == [], requests
@@ -538,10 +513,7 @@ def test_the_form_on_the_page(browser, probe_page):
 
 def test_notebook_download_drops_the_form_and_keeps_the_sentence():
     """In the .ipynb download the form (html only) is left out; the PDF's sentence stays."""
-    path = ROOT / "book" / "_ext" / "notebook_downloads.py"
-    spec = importlib.util.spec_from_file_location("notebook_downloads", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_extension("notebook_downloads")
     text = (ROOT / "book" / "recipes.md").read_text()
     section = text[text.index("(sec-calculator-page)=") : text.index("(sec-sources-report)=")]
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": section}]}

@@ -10,14 +10,13 @@ README's BibTeX: these are checked here.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import tomllib
 
 import pytest
 import yaml
-from bookbuild import ROOT
+from bookbuild import ROOT, load_extension
 
 import attnscale
 
@@ -28,11 +27,7 @@ def _version() -> str:
 
 
 def _book_release():
-    path = ROOT / "book" / "_ext" / "book_release.py"
-    spec = importlib.util.spec_from_file_location("book_release", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_extension("book_release")
 
 
 VERSION = _version()
