@@ -35,7 +35,7 @@ from .decoder import gradient_fraction
 from .formatting import format_number
 from .gaussian import gaussian_alpha_star
 from .recipes import qknorm_initial_scale
-from .training import TUNED_D, TUNED_LENGTHS
+from .training import TUNED_D, TUNED_LENGTHS, TUNED_MARGIN
 
 __all__ = ["LENGTH_VERDICT", "Answer", "answers"]
 
@@ -131,7 +131,7 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "the variance argument is exact; in the training test (one head, "
             rf"$d = {TUNED_D}$, $n = {tuned_n}$, SGD and Adam, the learning rate tuned per scale) "
             rf"the mean-field $\alpha^*$ (${tuned_star}$) trained as $1/\sqrt d$ did, within a factor "
-            rf"1.5 in loss, and a typical row's $\sqrt{{2\log n}}$ (${tuned_typical}$) gave no "
+            rf"{TUNED_MARGIN} in loss, and a typical row's $\sqrt{{2\log n}}$ (${tuned_typical}$) gave no "
             "advantage; these scales maximize a random row's gradient at initialization.  One small "
             "task, so a gain elsewhere is not ruled out",
             "{ref}`variance <ch-variance>`, {prf:ref}`thm-dot-variance`; "

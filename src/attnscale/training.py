@@ -72,6 +72,10 @@ OPTIMIZERS = ("sgd", "adam")
 #: The training chapter's tuned-rate comparison: head dimension, numbers of
 #: keys and seeds (the answers table quotes the scales it tried there).
 TUNED_D, TUNED_LENGTHS, TUNED_SEEDS = 16, (64, 256), 5
+#: The equivalence margin of that comparison: with tuned rates, c = 1 and
+#: alpha* train alike when the 90% interval of their loss ratio lies within
+#: a factor TUNED_MARGIN either way (two one-sided tests).
+TUNED_MARGIN = 1.5
 #: Numbers of evaluation keys, and of attention weights, held at a time.
 _EVAL_KEYS, _EVAL_WEIGHTS = 2**22, 2**24
 LOSSES = ("ce", "readout")
