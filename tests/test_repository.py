@@ -164,3 +164,14 @@ def test_chapter_titles_have_no_tex():
     for path in (ROOT / "book").glob("*.md"):
         title = next(line for line in path.read_text().splitlines() if line.startswith("# "))
         assert "$" not in title and "\\" not in title, f"{path.name}: {title}"
+
+
+def test_glued_markdown_is_parsed_as_myst():
+    """A ``{glue:md}`` role without ``:myst`` is parsed as CommonMark: its $math$ shows as dollars."""
+    bare = [
+        f"{path.name}: {role}"
+        for path in sorted((ROOT / "book").glob("*.md"))
+        for role in re.findall(r"\{glue:md\}`[^`]*`", path.read_text())
+        if not role.endswith(":myst`")
+    ]
+    assert bare == [], bare
