@@ -163,6 +163,41 @@ def test_one_step_size_per_model_equals_separate_runs(optimizer):
     assert not np.allclose(grid.w_query[:, 1], grid.w_query[:, 2])
 
 
+def test_heads_of_several_dimensions_in_one_call():
+    # d = 4 beside d = 8: the d = 4 head must be exactly a 4-row head trained on the same data
+    # from the first 4 rows of the shared draw, at scale c / sqrt(4); reproduced here by hand
+    # (the generator's draws, then plain SGD on attention_loss_and_gradients)
+    n, m, replicas, steps, rate, c = 16, 6, 2, 15, 0.2, 1.5
+    both = at.train_attention(
+        n, [4, 8], [c, c], m=m, replicas=replicas, steps=steps, batch=4,
+        optimizer="sgd", learning_rate=rate, loss="readout", seed=11,
+    )
+    rng = np.random.default_rng(11)
+    w_query, w_key = at.init_projections(replicas, 8, m, rng)
+    w_query, w_key = w_query[:, :, :4], w_key[:, :, :4]
+    for step in range(steps):
+        keys, queries, targets = at.retrieval_batch(replicas, 4, n, m, rng)
+        value, (g_query, g_key, _) = at.attention_loss_and_gradients(
+            w_query, w_key, [c / 2.0], keys, queries, targets, loss="readout"
+        )
+        np.testing.assert_allclose(both.losses[:, 0, step], value[:, 0], rtol=1e-10)
+        w_query, w_key = w_query - rate * g_query, w_key - rate * g_key
+    np.testing.assert_allclose(both.w_query[:, 0, :4], w_query[:, 0], rtol=1e-9)
+    np.testing.assert_allclose(both.scales, [c / 2.0, c / np.sqrt(8)])
+    assert not np.allclose(both.losses[:, 0], both.losses[:, 1])  # the scale follows each head's d
+    # the rows a head does not have stay exactly zero, under Adam too
+    adam = at.train_attention(n, [3, 8, 5], [1.0, 1.0, 1.0], m=m, replicas=2, steps=10, seed=2)
+    for k, d in enumerate((3, 8, 5)):
+        for w in (adam.w_query, adam.w_key):
+            assert np.all(w[:, k, d:] == 0) and np.all(w[:, k, :d] != 0)
+
+
+@pytest.mark.parametrize("bad", [[4], [4, 0], [4.0, 8.0], "8"])
+def test_head_dimensions_must_be_one_integer_per_multiplier(bad):
+    with pytest.raises((ValueError, TypeError), match="d must"):
+        at.train_attention(16, bad, [1.0, 2.0], replicas=1, steps=1)
+
+
 def test_train_at_best_rate_keeps_the_best_rate_and_reports_fresh_seeds():
     rates = np.array([1e-6, 0.03, 3.0])  # too small to move, good, divergent (Adam)
     tuned = at.train_at_best_rate(
@@ -199,7 +234,9 @@ def test_train_at_best_rate_keeps_the_best_rate_and_reports_fresh_seeds():
         ]
         searched = tuned.search_loss[:, k].mean(axis=0)
         np.testing.assert_allclose(searched[:2], alone[:2], rtol=1e-6)
-        np.testing.assert_allclose(searched[2], alone[2], rtol=1e-2)  # a divergent run magnifies rounding
+        # a divergent run magnifies rounding (the batched products round differently; 1.1e-2 seen),
+        # while the good rate's loss is 13 times smaller
+        np.testing.assert_allclose(searched[2], alone[2], rtol=5e-2)
         assert tuned.rates[k] == rates[int(np.argmin(alone))]
     assert np.all(tuned.rates == 0.03) and not np.any(tuned.at_edge)
     again = at.train_attention(

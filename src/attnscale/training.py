@@ -77,7 +77,10 @@ TUNED_D, TUNED_LENGTHS, TUNED_SEEDS = 16, (64, 256), 5
 #: a factor TUNED_MARGIN either way (two one-sided tests).
 TUNED_MARGIN = 1.5
 #: Numbers of evaluation keys, and of attention weights, held at a time.
-_EVAL_KEYS, _EVAL_WEIGHTS = 2**22, 2**24
+#: The weights' block only sets speed, not the numbers (the keys drawn do
+#: not depend on it): 2**22 ran twice as fast as 2**24, whose arrays leave
+#: the cache, and faster than 2**20, which pays Python per block (measured).
+_EVAL_KEYS, _EVAL_WEIGHTS = 2**22, 2**22
 LOSSES = ("ce", "readout")
 
 
@@ -118,7 +121,8 @@ class TrainingResult:
         Shape ``(replicas, scales, steps)``: the training-batch loss at each step
         (before that step's update).
     w_query, w_key
-        Shape ``(replicas, scales, d, m)``: the final projections.
+        Shape ``(replicas, scales, d, m)``: the final projections (``d`` the
+        largest head dimension; a smaller head's other rows are zero).
     gain
         Shape ``(replicas, scales)``: the final learned gain (1 if not learned).
     train_length : int
@@ -262,9 +266,20 @@ def attention_scores(w_query, w_key, keys, queries):
         )
     if queries.shape != (*keys.shape[:2], keys.shape[-1]):
         raise ValueError(f"queries must have shape {(*keys.shape[:2], keys.shape[-1])}, got {queries.shape}")
-    q = np.einsum("rsdm,rbm->rbsd", w_query, queries)
-    u = np.einsum("rsdm,rbsd->rbsm", w_key, q)
+    _, u = _query_and_key_vector(w_query, w_key, queries)
     return u @ np.swapaxes(keys, -1, -2)
+
+
+def _query_and_key_vector(w_query, w_key, queries):
+    """:math:`q = W_Q x_q` as ``(R, S, d, B)`` and :math:`u = W_K^\top q` as ``(R, B, S, m)``.
+
+    Batched matrix products (BLAS) rather than ``einsum``, which does not use
+    BLAS over batch axes: these small products ran per step of training and
+    cost as much as the products over all keys.
+    """
+    q = w_query @ np.swapaxes(queries, -1, -2)[:, None]  # (R, S, d, B)
+    u = np.swapaxes(w_key, -1, -2) @ q  # (R, S, m, B)
+    return q, u.transpose(0, 3, 1, 2)
 
 
 def _forward(w_query, w_key, logit_scale, keys, queries, keep=True):
@@ -273,8 +288,7 @@ def _forward(w_query, w_key, logit_scale, keys, queries, keep=True):
     With ``keep=False`` the raw scores and the logits are not returned (None)
     and their memory becomes the weights': the same operations, in place.
     """
-    q = np.einsum("rsdm,rbm->rbsd", w_query, queries)
-    u = np.einsum("rsdm,rbsd->rbsm", w_key, q)  # W_K^T q, so that r_j = u . x_j
+    q, u = _query_and_key_vector(w_query, w_key, queries)  # r_j = u . x_j
     raw = u @ np.swapaxes(keys, -1, -2)  # (R, B, S, n)
     scale = logit_scale[:, None, :, None]
     z = scale * raw if keep else np.multiply(raw, scale, out=raw)
@@ -380,12 +394,14 @@ def _loss_and_gradients(
     loss,
     gradients=True,
     gain_gradient=True,
+    need_logits=True,
 ):
     batch = keys.shape[1]
     logit_scale = gain * scales * length_factor  # (R, S)
     # the raw scores feed the gain's gradient, the logits the cross-entropy
-    # and the evaluation's entropy; otherwise the weights reuse their memory
-    keep = loss == "ce" or not gradients or gain_gradient
+    # and the evaluation's entropy (need_logits); otherwise the weights reuse
+    # their memory
+    keep = loss == "ce" or (gradients and gain_gradient) or (not gradients and need_logits)
     q, raw, z, p = _forward(w_query, w_key, logit_scale, keys, queries, keep)
     index = np.broadcast_to(targets[:, :, None, None], (*p.shape[:3], 1))
     if loss == "ce":
@@ -416,10 +432,25 @@ def _loss_and_gradients(
         d_gain = np.zeros(logit_scale.shape)
     dz *= logit_scale[:, None, :, None]  # now dL/draw
     du = dz @ keys  # (R, B, S, m)
-    d_key = np.einsum("rbsd,rbsm->rsdm", q, du)
-    dq = np.einsum("rsdm,rbsm->rbsd", w_key, du)
-    d_query = np.einsum("rbsd,rbm->rsdm", dq, queries)
+    du = du.transpose(0, 2, 1, 3)  # (R, S, B, m)
+    d_key = q @ du  # sum over the batch of q du^T
+    dq = w_key @ np.swapaxes(du, -1, -2)  # (R, S, d, B)
+    d_query = dq @ queries[:, None]
     return value, (d_query, d_key, d_gain), (p, z, index)
+
+
+def _head_dims(d, size):
+    """One head dimension per model from ``d`` (an int or one per multiplier)."""
+    if isinstance(d, list | tuple | np.ndarray):
+        dims = np.asarray(d)
+        if dims.shape != (size,) or dims.dtype.kind not in "iu":
+            raise ValueError(
+                f"d must be an integer or a sequence of integers, one per multiplier ({size}), got {d!r}"
+            )
+        if np.any(dims < 1):
+            raise ValueError(f"d must be >= 1, got {dims[dims < 1][0]}")
+        return dims.astype(int)
+    return np.full(size, _count(d, "d"))
 
 
 def train_attention(
@@ -451,8 +482,15 @@ def train_attention(
     ----------
     n : int
         Keys per query in training (the training length :math:`L`), ``>= 2``.
-    d : int
-        Head dimension, ``>= 1``.
+    d : int or sequence of int
+        Head dimension, ``>= 1``: one for every model, or one per multiplier,
+        so that heads of several dimensions train on the same data in one
+        call.  A head of dimension :math:`d` is then held as one of the
+        largest dimension whose other rows of :math:`W_Q` and :math:`W_K` are
+        zero: their gradients are zero, SGD and Adam leave them at zero, and
+        the head computes what it would alone (its scale is
+        :math:`c/\sqrt d` with its own :math:`d`; its initial rows are the
+        first :math:`d` rows of the largest head's draw).
     multipliers : array_like
         One-dimensional, finite, ``> 0``: the multipliers :math:`c`.
     m : int, optional
@@ -486,7 +524,7 @@ def train_attention(
     -------
     TrainingResult
     """
-    n, d, m = _count(n, "n", 2), _count(d, "d"), _count(m, "m")
+    n, m = _count(n, "n", 2), _count(m, "m")
     replicas, steps, batch = _count(replicas, "replicas"), _count(steps, "steps"), _count(batch, "batch")
     multipliers = _validate.real_array(multipliers, "multipliers")
     if multipliers.ndim != 1 or multipliers.size == 0:
@@ -495,6 +533,7 @@ def train_attention(
         )
     if np.any(multipliers <= 0):
         raise ValueError(f"multipliers must be > 0, got {multipliers[multipliers <= 0][0]:g}")
+    dims = _head_dims(d, multipliers.size)
     if isinstance(optimizer, str):
         optimizer = [optimizer] * multipliers.size
     if not isinstance(optimizer, list | tuple):
@@ -535,9 +574,12 @@ def train_attention(
 
     rng = np.random.default_rng(seed)
     n_scales = multipliers.size
-    scales = multipliers / np.sqrt(d)
-    w_query, w_key = init_projections(replicas, d, m, rng)
+    scales = multipliers / np.sqrt(dims)
+    w_query, w_key = init_projections(replicas, int(dims.max()), m, rng)
     w_query, w_key = np.repeat(w_query, n_scales, axis=1), np.repeat(w_key, n_scales, axis=1)
+    if np.any(dims < dims.max()):  # the rows a smaller head does not have are zero
+        rows = (np.arange(dims.max()) < dims[:, None])[None, :, :, None]
+        w_query, w_key = w_query * rows, w_key * rows
     gain = np.ones((replicas, n_scales))
     params = [w_query, w_key, gain]
     first = [np.zeros_like(x) for x in params]
@@ -565,14 +607,21 @@ def train_attention(
             per_model = (1, n_scales) + (1,) * (grads[k].ndim - 2)
             step_size = learning_rate.reshape(per_model)
             update = step_size * grads[k]  # SGD
-            if not uses_sgd.all():  # Adam for the others
-                first[k] = beta1 * first[k] + (1 - beta1) * grads[k]
-                second[k] = beta2 * second[k] + (1 - beta2) * grads[k] ** 2
+            if not uses_sgd.all():  # Adam for the others (in place: the same operations)
+                first[k] *= beta1
+                first[k] += (1 - beta1) * grads[k]
+                second[k] *= beta2
+                grads[k] *= grads[k]
+                grads[k] *= 1 - beta2
+                second[k] += grads[k]
                 m_hat = first[k] / (1 - beta1 ** (step + 1))
-                v_hat = second[k] / (1 - beta2 ** (step + 1))
-                adam = step_size * m_hat / (np.sqrt(v_hat) + eps)
-                update = np.where(uses_sgd.reshape(per_model), update, adam)
-            params[k] = params[k] - update
+                denominator = second[k] / (1 - beta2 ** (step + 1))
+                np.sqrt(denominator, out=denominator)
+                denominator += eps
+                m_hat *= step_size
+                m_hat /= denominator
+                update = np.where(uses_sgd.reshape(per_model), update, m_hat)
+            params[k] -= update
     return TrainingResult(
         scales=scales,
         losses=losses,
@@ -662,6 +711,7 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
                 targets,
                 result.loss,
                 gradients=False,
+                need_logits="entropy" in measures,
             )
             if "loss" in totals:
                 totals["loss"][:, models] += value * size
@@ -729,9 +779,10 @@ def train_at_best_rate(n, d, multipliers, rates, *, search_seed=0, seed=1, queri
         value = training.get(key)
         if isinstance(value, list | tuple) and len(value) == multipliers.size:
             search_training[key] = [value[k] for k in owner]
+    search_d = [d[k] for k in owner] if isinstance(d, list | tuple | np.ndarray) else d
     search = train_attention(
         n,
-        d,
+        search_d,
         multipliers[owner],
         learning_rate=np.concatenate(grids),
         seed=search_seed,
