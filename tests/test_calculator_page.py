@@ -63,6 +63,10 @@ COSINE_ALL = (
     "(ps) => ps.map(([n, d]) => AttnScaleCalculator.cosineUnitStar(n, d, window.ATTNSCALE_CALCULATOR_TABLE))"
 )
 CAUSAL_ALL = "(ns) => ns.map((n) => AttnScaleCalculator.causalGaussian(n, window.ATTNSCALE_CALCULATOR_TABLE))"
+GRADIENT_ALL = (
+    "(ps) => ps.map(([a, n]) => [AttnScaleCalculator.expectedGradient(a, n, window.ATTNSCALE_CALCULATOR_TABLE),"
+    " AttnScaleCalculator.gradientLimit(n, window.ATTNSCALE_CALCULATOR_TABLE)])"
+)
 
 
 @pytest.fixture(scope="module")
@@ -255,6 +259,26 @@ def test_cosine_spline_matches_the_package(calculator):
     assert worst <= INTERPOLATED
 
 
+def test_gradient_curve_matches_the_package(calculator, table):
+    """Figure (b)'s curve: the exact expected gradient and its limit at 1000 random (alpha, n)."""
+    rng = np.random.default_rng(12)
+    n_max, (lo, hi) = table["gradient"]["nMax"], table["gradient"]["span"]
+    n = np.round(np.exp(rng.uniform(math.log(2), math.log(n_max), 1000)))
+    n[:150] = rng.integers(2, 20, 150)  # few keys, where the curve changes fastest
+    alpha = np.exp(rng.uniform(math.log(lo), math.log(hi), 1000)) * np.sqrt(2 * np.log(n))
+    pairs = [[float(a), float(m)] for a, m in zip(alpha, n, strict=True)]
+    page = np.array(calculator.evaluate(GRADIENT_ALL, pairs))
+    want = at.expected_gradient(alpha, n)
+    limits = np.array([at.gradient_limit(m) for m in n[:200]])
+    worst = float(np.max(np.abs(page[:, 0] / want - 1)))
+    worst_limit = float(np.max(np.abs(page[:200, 1] / limits - 1)))
+    print(f"\nworst relative error of the expected gradient: {worst:.1e}; of its limit: {worst_limit:.1e}")
+    assert worst <= INTERPOLATED and worst_limit <= INTERPOLATED
+    # the wrong curve it rules out: the limit itself (a gradient that has
+    # already saturated) is more than 1e-3 away at all but the largest scales
+    assert np.mean(np.abs(want[:200] / limits - 1) > INTERPOLATED) > 0.5
+
+
 @pytest.mark.parametrize(
     "field, value",
     [
@@ -438,8 +462,20 @@ def test_the_form_on_the_page(browser, probe_page):
     first = rows.nth(1).locator("td").nth(0).inner_text()
     assert first == format(want.entries[1].scale, ".4g")
     # the figure: both curves and the reader's n marked on each
-    svg = tab.locator("#attnscale-calculator .calc-figure svg")
+    svg = tab.locator("#attnscale-calculator .calc-figure:not(.calc-gradient) svg")
     assert svg.locator("path").count() == 2 and svg.locator("circle").count() == 2
+    # figure (b): the exact curve at n = 65536, its limit, alpha* and the
+    # typical row's scale marked; the caption's numbers are the package's
+    gradient = tab.locator("#attnscale-calculator .calc-gradient")
+    assert gradient.locator("svg path").count() == 1 and gradient.locator("svg circle").count() == 2
+    caption = gradient.locator("figcaption").inner_text()
+    star, typical = at.gaussian_alpha_star(65536), np.sqrt(2 * np.log(65536))
+    limit = at.gradient_limit(65536)
+    for value in (star, typical, limit):
+        assert format(value, ".4g") in caption, (value, caption)
+    for a in (star, typical):  # shares of the limit, to the caption's 0.1 %
+        share = 100 * at.expected_gradient(a, 65536) / limit
+        assert f"{share:.1f}%" in caption, (share, caption)
     mark = svg.locator("circle").first.get_attribute("cx")
     # by keyboard: labels name the fields, typing updates the table
     tab.get_by_label("number of keys").fill("")
@@ -467,7 +503,11 @@ def test_the_form_on_the_page(browser, probe_page):
     assert svg.locator("circle").first.get_attribute("cx") != mark  # n = 1000 now
     tab.get_by_label("head dimension").fill("2")  # the cosine curve spans 30 decades
     assert "NaN" not in svg.inner_html() and "Infinity" not in svg.inner_html()
+    tab.get_by_label("number of keys").fill("1e12")  # beyond the exact expectations' range
+    assert gradient.locator("svg").count() == 0 and "beyond" in gradient.inner_text()
+    tab.get_by_label("number of keys").fill("1000")
     tab.get_by_label("scores", exact=True).select_option("cosine")
+    assert "no exact curve for them" in gradient.inner_text()
     tab.get_by_role("checkbox", name="causal").check()
     text = form.inner_text()
     assert "QK-norm initial g" in text and "see the CLI" in text

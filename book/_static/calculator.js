@@ -140,18 +140,47 @@
     return [i - 3, b];
   }
 
-  // attnscale.cosine_alpha_star(n, d) / sqrt(d), from the build's bicubic
-  // spline in (log n, 1/sqrt(d - 1)) of its log ratio to the Gaussian scale.
-  function cosineUnitStar(n, d, table) {
-    const { tx, ty, c } = table.cosine;
-    const [i, bx] = basis(tx, Math.log(n));
-    const [j, by] = basis(ty, 1 / Math.sqrt(d - 1));
+  // A cubic spline (knots t, coefficients c, as scipy's make_interp_spline
+  // stores them) at x, and a bicubic one (scipy's RectBivariateSpline: knots
+  // tx and ty, coefficients row-major over x then y) at (x, y).
+  function spline1(t, c, x) {
+    const [i, b] = basis(t, x);
+    let sum = 0;
+    for (let a = 0; a < 4; a++) sum += c[i + a] * b[a];
+    return sum;
+  }
+  function spline2({ tx, ty, c }, x, y) {
+    const [i, bx] = basis(tx, x);
+    const [j, by] = basis(ty, y);
     const columns = ty.length - 4;
     let sum = 0;
     for (let a = 0; a < 4; a++) {
       for (let b = 0; b < 4; b++) sum += c[(i + a) * columns + j + b] * bx[a] * by[b];
     }
-    return Math.exp(sum) * gaussianAlphaStar(n);
+    return sum;
+  }
+
+  // attnscale.cosine_alpha_star(n, d) / sqrt(d), from the build's bicubic
+  // spline in (log n, 1/sqrt(d - 1)) of its log ratio to the Gaussian scale.
+  function cosineUnitStar(n, d, table) {
+    return Math.exp(spline2(table.cosine, Math.log(n), 1 / Math.sqrt(d - 1))) * gaussianAlphaStar(n);
+  }
+
+  // attnscale.gradient_limit(n) for Gaussian scores (the expected gradient as
+  // alpha grows without bound), from a cubic spline of its log in log log n.
+  function gradientLimit(n, table) {
+    const g = table.gradient;
+    return Math.exp(spline1(g.limitT, g.limitC, Math.log(Math.log(n))));
+  }
+
+  // attnscale.expected_gradient(alpha, n): the exact E[alpha (1 - sum p^2)]
+  // for n Gaussian scores, 2 <= n <= table.gradient.nMax, alpha within
+  // table.gradient.span times sqrt(2 log n); a bicubic spline of its log
+  // ratio to the limit, in log log n and log(alpha / sqrt(2 log n)).
+  function expectedGradient(alpha, n, table) {
+    const x = Math.log(Math.log(n));
+    const ratio = spline2(table.gradient, x, Math.log(alpha / Math.sqrt(2 * Math.log(n))));
+    return Math.exp(ratio) * gradientLimit(n, table);
   }
 
   // mayCompute: the package may still give a note instead of a number, so
@@ -410,6 +439,67 @@
     return figure;
   }
 
+  // Figure (b): the exact expected gradient against the scale at the
+  // reader's n (Gaussian scores), log scale axis, with the source's alpha*,
+  // the typical row's sqrt(2 log n) and the limit marked.  Same plain SVG.
+  function plotGradient(s, table) {
+    const g = table.gradient;
+    const n = roundHalfEven(s.n);
+    const caption = el("figcaption", "", { id: "calc-gradient-caption" });
+    const figure = el("figure", [caption], { class: "calc-figure calc-gradient" });
+    if (n > g.nMax) {
+      caption.textContent =
+        `The exact expected gradient is tabulated for n up to ${fmtG(g.nMax)} keys, as attnscale ` +
+        `computes it; n = ${fmtG(n)} is beyond that, so this figure is not drawn.`;
+      return figure;
+    }
+    const [W, H, left, right, bottom, lg] = [360, 200, 44, 16, 34, Math.log10];
+    const typical = Math.sqrt(2 * Math.log(n));
+    const [a0, a1] = g.span.map((f) => f * typical);
+    const alphas = Array.from({ length: 121 }, (_, k) => a0 * (a1 / a0) ** (k / 120));
+    const values = alphas.map((a) => expectedGradient(a, n, table));
+    const limit = gradientLimit(n, table);
+    const X = (a) => (left + ((lg(a) - lg(a0)) / (lg(a1) - lg(a0))) * (W - left - right)).toFixed(1);
+    const Y = (v) => (H - bottom - (v / (1.1 * limit)) * (H - bottom - 8)).toFixed(1);
+    const svgText = (x, y, t, anchor = "middle") => `<text x="${x}" y="${y}" text-anchor="${anchor}">${t}</text>`;
+    let svg = "";
+    // grid lines at round values: a step of 1, 2 or 5 times a power of ten, at most five lines
+    const power = 10 ** Math.floor(Math.log10(limit / 4));
+    const step = [1, 2, 5, 10].map((f) => f * power).find((h) => limit / h <= 4);
+    for (let v = 0; v <= 1.1 * limit; v += step) {
+      svg += `<line class="grid" x1="${left}" x2="${W - right}" y1="${Y(v)}" y2="${Y(v)}"/>`;
+      svg += svgText(left - 4, +Y(v) + 4, fmtG(+v.toPrecision(12)), "end");
+    }
+    for (let e = Math.ceil(lg(a0)); e <= lg(a1); e++) svg += svgText(X(10 ** e), H - bottom + 16, String(10 ** e));
+    svg += `<line class="curve1" x1="${left}" x2="${W - right}" y1="${Y(limit)}" y2="${Y(limit)}"/>`;
+    svg += `<path class="curve0" d="M${alphas.map((a, i) => `${X(a)},${Y(values[i])}`).join("L")}"/>`;
+    const star = gaussianAlphaStar(n);
+    const marks = [
+      [star, "α*"],
+      [typical, "√(2 ln n)"],
+    ];
+    for (const [a, label] of marks) {
+      svg += `<line class="mark" x1="${X(a)}" x2="${X(a)}" y1="8" y2="${H - bottom}"/>`;
+      svg += `<circle class="curve0" cx="${X(a)}" cy="${Y(expectedGradient(a, n, table))}" r="3.5"/>`;
+      // labels low, where the rising curve is not (it is near 0 only far left of both marks)
+      svg += svgText(+X(a) + 3, H - bottom - 6 - (a === typical ? 0 : 14), label, "start");
+    }
+    svg += svgText((left + W) / 2, H - 4, "scale α (multiples of the standard scale)");
+    const share = (a) => fmtF((100 * expectedGradient(a, n, table)) / limit, 1);
+    caption.textContent =
+      `The exact expected gradient E[α(1 − Σp²)] of softmax over n = ${fmtG(n)} Gaussian scores against ` +
+      `the scale α (solid), and its limit ${fmtG(limit, 4)} as α grows (dashed): it rises toward the limit ` +
+      `and has no maximum on this range.  The source's α* = ${fmtG(star, 4)} reaches ${share(star)}% of ` +
+      `the limit; a typical row's scale √(2 ln n) = ${fmtG(typical, 4)} reaches ${share(typical)}%.` +
+      (s.scores === "cosine"
+        ? "  Cosine scores: the page has no exact curve for them; attnscale.expected_gradient(alpha, n, " +
+          `"cosine", d) computes it.`
+        : "");
+    const labelled = 'role="img" aria-labelledby="calc-gradient-caption"';
+    figure.insertAdjacentHTML("afterbegin", `<svg viewBox="0 0 ${W} ${H}" ${labelled}>${svg}</svg>`);
+    return figure;
+  }
+
   function render(form, table) {
     const out = form.querySelector(".calc-output");
     const message = form.querySelector(".calc-message");
@@ -437,7 +527,8 @@
     const caption = el("caption", `scale for softmax(scale × ${unit})`);
     const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
-    out.replaceChildren(tbl, el("p", "Notes:"), notes, plot(result.setting, table));
+    const figures = [plot(result.setting, table), plotGradient(result.setting, table)];
+    out.replaceChildren(tbl, el("p", "Notes:"), notes, ...figures);
     showScrollHint(form);
     return `${rows.length} rows updated`;
   }
@@ -482,7 +573,19 @@
     window.addEventListener("resize", () => showScrollHint(form)); // a phone turned, a window resized
   }
 
-  window.AttnScaleCalculator = { recommend, fmtG, fmtE, fmtF, gaussianAlphaStar, causalGaussian, cosineUnitStar, plot };
+  window.AttnScaleCalculator = {
+    recommend,
+    fmtG,
+    fmtE,
+    fmtF,
+    gaussianAlphaStar,
+    causalGaussian,
+    cosineUnitStar,
+    gradientLimit,
+    expectedGradient,
+    plot,
+    plotGradient,
+  };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", attach);
   else attach();
 })();
