@@ -168,6 +168,18 @@ MUTANTS = [
         "pick = np.argmax(loss.mean(axis=0), axis=1)",
         "the learning-rate search keeps the worst rate",
     ),
+    (
+        "training.py",
+        "scales = multipliers / np.sqrt(dims)",
+        "scales = multipliers / np.sqrt(dims.max())",
+        "heads of several dimensions all scaled by the largest one's d",
+    ),
+    (
+        "training.py",
+        "w_query, w_key = w_query * rows, w_key * rows",
+        "w_query, w_key = w_query * rows, w_key",
+        "a smaller head keeps the keys' rows it does not have",
+    ),
 ]
 
 # Claim mutants: (chapter under book/, exact code snippet, replacement, the wrong claim).
@@ -859,6 +871,8 @@ COPY = [
     "README.md",
     ".ci",
     "CITATION.cff",
+    ".zenodo.json",
+    "CHANGELOG.md",
 ]
 
 
