@@ -64,8 +64,8 @@ COSINE_ALL = (
 )
 CAUSAL_ALL = "(ns) => ns.map((n) => AttnScaleCalculator.causalGaussian(n, window.ATTNSCALE_CALCULATOR_TABLE))"
 GRADIENT_ALL = (
-    "(ps) => ps.map(([a, n]) => [AttnScaleCalculator.expectedGradient(a, n, window.ATTNSCALE_CALCULATOR_TABLE),"
-    " AttnScaleCalculator.gradientLimit(n, window.ATTNSCALE_CALCULATOR_TABLE)])"
+    "(ps) => { const t = window.ATTNSCALE_CALCULATOR_TABLE; return ps.map(([a, n]) =>"
+    " [AttnScaleCalculator.expectedGradient(a, n, t), AttnScaleCalculator.gradientLimit(n, t)]); }"
 )
 
 

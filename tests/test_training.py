@@ -169,8 +169,17 @@ def test_heads_of_several_dimensions_in_one_call():
     # (the generator's draws, then plain SGD on attention_loss_and_gradients)
     n, m, replicas, steps, rate, c = 16, 6, 2, 15, 0.2, 1.5
     both = at.train_attention(
-        n, [4, 8], [c, c], m=m, replicas=replicas, steps=steps, batch=4,
-        optimizer="sgd", learning_rate=rate, loss="readout", seed=11,
+        n,
+        [4, 8],
+        [c, c],
+        m=m,
+        replicas=replicas,
+        steps=steps,
+        batch=4,
+        optimizer="sgd",
+        learning_rate=rate,
+        loss="readout",
+        seed=11,
     )
     rng = np.random.default_rng(11)
     w_query, w_key = at.init_projections(replicas, 8, m, rng)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from scipy import linalg, special, stats
+from scipy import linalg, special
 
 from . import _validate
 from .montecarlo import _count
@@ -268,6 +268,8 @@ _PLAIN_STD2 = {"plain-naive": lambda m: 1.0, "plain-xavier": lambda m: 1.0 / m, 
 def _active_counts(width):
     """K ~ Binomial(m, 1/2), the number of active ReLUs: values and probabilities above 1e-18."""
     k = np.arange(width + 1)
+    from scipy import stats  # here: scipy.stats is slow to import, and only this needs it
+
     p = stats.binom.pmf(k, width, 0.5)
     keep = p > 1e-18 * p.max()
     return k[keep], p[keep]

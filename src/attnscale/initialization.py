@@ -12,7 +12,7 @@ multiplies the second moment by :math:`\mathbb E[f(z)^2]` for
 from __future__ import annotations
 
 import numpy as np
-from scipy import integrate, optimize, special, stats
+from scipy import integrate, optimize, special
 
 from . import _validate
 
@@ -24,6 +24,11 @@ __all__ = [
     "uniform_bound",
     "xavier_std",
 ]
+
+
+def _normal_pdf(z):
+    """The standard normal density (scipy.stats.norm.pdf, without importing scipy.stats)."""
+    return np.exp(-0.5 * np.square(z)) / np.sqrt(2.0 * np.pi)
 
 
 def _fan(value, name):
@@ -88,7 +93,7 @@ def truncated_normal_std(cut=2.0):
     """
     cut = _validate.at_least(cut, "cut", 1e-8)
     mass = special.erf(cut / np.sqrt(2.0))  # 2 Phi(c) - 1
-    return np.sqrt(1.0 - 2.0 * cut * stats.norm.pdf(cut) / mass)
+    return np.sqrt(1.0 - 2.0 * cut * _normal_pdf(cut) / mass)
 
 
 def activation_second_moment(activation):
@@ -108,7 +113,7 @@ def activation_second_moment(activation):
         raise TypeError(f"activation must be callable, got {type(activation).__name__}")
 
     def integrand(z):
-        return float(activation(np.asarray(z)) ** 2) * stats.norm.pdf(z)
+        return float(activation(np.asarray(z)) ** 2) * _normal_pdf(z)
 
     left, _ = integrate.quad(integrand, -np.inf, 0.0, epsabs=0, epsrel=1e-13, limit=200)
     right, _ = integrate.quad(integrand, 0.0, np.inf, epsabs=0, epsrel=1e-13, limit=200)
@@ -120,8 +125,8 @@ def _selu_moments(scale, alpha):
     phi0 = 1.0 / np.sqrt(2.0 * np.pi)
     # E[z; z > 0] = phi(0); E[z^2; z > 0] = 1/2
     # E[e^z; z <= 0] = e^(1/2) Phi(-1); E[e^(2z); z <= 0] = e^2 Phi(-2)
-    e1 = np.exp(0.5) * stats.norm.cdf(-1.0)
-    e2 = np.exp(2.0) * stats.norm.cdf(-2.0)
+    e1 = np.exp(0.5) * special.ndtr(-1.0)
+    e2 = np.exp(2.0) * special.ndtr(-2.0)
     mean = scale * (phi0 + alpha * (e1 - 0.5))
     second = scale**2 * (0.5 + alpha**2 * (e2 - 2.0 * e1 + 0.5))
     return mean, second

@@ -16,7 +16,10 @@ batches, agree when their difference passes Welch's two-sided t test
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+# the t quantile from scipy.special (what scipy.stats.t.ppf evaluates): scipy.stats
+# takes half a second to import, in every chapter that imports attnscale
+from scipy.special import stdtrit
 
 from . import _validate
 from .montecarlo import _count
@@ -61,7 +64,7 @@ def seed_interval(values, axis=0, level=0.95):
     level = float(_validate.real_array(level, "level"))
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level:g}")
-    t = stats.t.ppf(0.5 + level / 2, seeds - 1)
+    t = stdtrit(seeds - 1, 0.5 + level / 2)
     return values.mean(axis=0), t * values.std(axis=0, ddof=1) / np.sqrt(seeds)
 
 
@@ -140,7 +143,7 @@ def welch_tolerance(half_a, seeds_a, half_b, seeds_b, level=1e-3, interval_level
         value = float(_validate.real_array(value, name))
         if not 0.0 < value < 1.0:
             raise ValueError(f"{name} must lie in (0, 1), got {value:g}")
-    errors = [h / stats.t.ppf(0.5 + interval_level / 2, k - 1) for h, k in zip(halves, counts, strict=True)]
+    errors = [h / stdtrit(k - 1, 0.5 + interval_level / 2) for h, k in zip(halves, counts, strict=True)]
     total = np.hypot(*errors)
     dof = total**4 / sum(e**4 / (k - 1) for e, k in zip(errors, counts, strict=True))
-    return float(stats.t.ppf(1 - level / 2, dof) * total)
+    return float(stdtrit(dof, 1 - level / 2) * total)
