@@ -91,8 +91,11 @@ def _error_function(kind, scores, values, train_length):
         gap = scores - scores.max(axis=-1, keepdims=True)  # <= 0: exp never overflows
 
         def error(theta):
-            w = np.exp((theta * factor) * gap)
-            output = np.sum(w * values, axis=-1) / np.sum(w, axis=-1)
+            # one temporary, exponentiated in place, and the weighted sum
+            # without a second one: several times faster on large rows
+            w = np.multiply(gap, theta * factor)
+            np.exp(w, out=w)
+            output = np.einsum("ij,ij->i", w, values) / np.sum(w, axis=-1)
             return float(np.mean((output - 1.0) ** 2))
 
         return error
