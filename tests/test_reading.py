@@ -117,22 +117,6 @@ def test_figure_style_is_legible():
     assert plotting.FIGURE_FORMATS[0] == "svg" and "pdf" in plotting.FIGURE_FORMATS
 
 
-def test_figure_formats_from_the_environment(monkeypatch):
-    """The HTML build's kernels render SVG only; anything but a subset of the formats is an error."""
-    from attnscale import plotting
-
-    monkeypatch.delenv(plotting.FIGURE_FORMATS_VARIABLE, raising=False)
-    assert plotting.figure_formats() == plotting.FIGURE_FORMATS
-    monkeypatch.setenv(plotting.FIGURE_FORMATS_VARIABLE, "svg")
-    assert plotting.figure_formats() == ("svg",)
-    monkeypatch.setenv(plotting.FIGURE_FORMATS_VARIABLE, " pdf , svg ")
-    assert plotting.figure_formats() == ("pdf", "svg")
-    for bad in ("", "png", "svg,png", ","):
-        monkeypatch.setenv(plotting.FIGURE_FORMATS_VARIABLE, bad)
-        with pytest.raises(ValueError, match="ATTNSCALE_FIGURE_FORMATS"):
-            plotting.figure_formats()
-
-
 def test_answers_table_has_no_typed_numbers():
     """Every cell of the landing page's answers table is glued from attnscale.answers, none typed."""
     source = (ROOT / "book" / "intro.md").read_text()

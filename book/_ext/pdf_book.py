@@ -20,11 +20,6 @@ that route for this book:
   run code); their outputs stay.  Notebook figures are taken in their PDF
   rendering when a cell provides one (MyST-NB's priority for LaTeX), so they
   stay vector graphics.
-* **PDF figures only for the PDF.**  Every figure is rendered as SVG and
-  as PDF (``attnscale.plotting.FIGURE_FORMATS``); an HTML build never reads
-  the PDF rendering, so for its kernels ``ATTNSCALE_FIGURE_FORMATS=svg``
-  is set when the builder starts (before the kernels start, which inherit
-  the environment), and they skip it: about 0.4 s of one core per figure.
 * **Fonts with the book's characters.**  FreeSerif/FreeSans/FreeMono (Debian
   ``fonts-freefont-otf``) for text, which have √, ≈, subscript digits and
   Greek; Latin Modern Math (``fonts-lmodern``) for mathematics through
@@ -46,7 +41,6 @@ that route for this book:
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -223,15 +217,8 @@ def _copy_built_pdf(app, exception):
         logger.info("pdf_book: copied %s into the HTML output", built)
 
 
-def _figure_formats(app) -> None:
-    # HTML: the SVG only (a reader's or user's own setting is kept)
-    if app.builder.format == "html":
-        os.environ.setdefault("ATTNSCALE_FIGURE_FORMATS", "svg")
-
-
 def setup(app):
     app.connect("config-inited", _configure, priority=900)
-    app.connect("builder-inited", _figure_formats)
     # Sphinx's toctree collector numbers figures and theorems at priority 500
     app.connect("env-get-updated", _secnum_depth_for_numbers, priority=100)
     app.connect("env-get-updated", _secnum_depth_for_latex, priority=900)

@@ -12,17 +12,11 @@ a 9-point label is at least 9 CSS pixels on a 1400-pixel screen.
 
 from __future__ import annotations
 
-import os
-
 __all__ = ["use_book_style"]
 
 #: Formats every inline figure is rendered in (by priority: MyST-NB's HTML
 #: builder takes SVG, its LaTeX builder PDF; plain Jupyter shows the SVG).
 FIGURE_FORMATS = ("svg", "pdf")
-#: An environment variable that narrows FIGURE_FORMATS (comma-separated):
-#: the book's HTML build sets it to "svg" for its kernels, which then do not
-#: render a PDF of every figure that only the PDF build reads.
-FIGURE_FORMATS_VARIABLE = "ATTNSCALE_FIGURE_FORMATS"
 
 BOOK_STYLE = {
     "figure.dpi": 100,
@@ -68,27 +62,4 @@ def use_book_style() -> None:
         return
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
-    set_matplotlib_formats(*figure_formats())
-
-
-def figure_formats() -> tuple[str, ...]:
-    """The inline figure formats: :data:`FIGURE_FORMATS`, or those of them the environment names.
-
-    ``ATTNSCALE_FIGURE_FORMATS`` (:data:`FIGURE_FORMATS_VARIABLE`), if set,
-    is a comma-separated subset of :data:`FIGURE_FORMATS`.
-
-    Raises
-    ------
-    ValueError
-        If the variable names no format, or one outside :data:`FIGURE_FORMATS`.
-    """
-    value = os.environ.get(FIGURE_FORMATS_VARIABLE)
-    if value is None:
-        return FIGURE_FORMATS
-    chosen = tuple(name.strip() for name in value.split(",") if name.strip())
-    if not chosen or any(name not in FIGURE_FORMATS for name in chosen):
-        raise ValueError(
-            f"{FIGURE_FORMATS_VARIABLE} must name some of {', '.join(FIGURE_FORMATS)} (comma-separated), "
-            f"got {value!r}"
-        )
-    return chosen
+    set_matplotlib_formats(*FIGURE_FORMATS)
