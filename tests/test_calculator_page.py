@@ -476,6 +476,21 @@ def test_the_form_on_the_page(browser, probe_page):
     for a in (star, typical):  # shares of the limit, to the caption's 0.1 %
         share = 100 * at.expected_gradient(a, 65536) / limit
         assert f"{share:.1f}%" in caption, (share, caption)
+    # and the drawing: the limit's line and the zero grid line fix the y
+    # scale; each mark's dot sits at the package's value (to 0.1 px), alpha*
+    # left of sqrt(2 ln n), and the curve ends within a pixel of the limit
+    y_limit = float(gradient.locator("line.limit").get_attribute("y1"))
+    y_zero = max(
+        float(y)
+        for y in gradient.locator("line.grid").evaluate_all("ls => ls.map(l => l.getAttribute('y1'))")
+    )
+    dots = {c.get_attribute("data-label"): c for c in gradient.locator("circle").all()}
+    for label, a in (("α*", star), ("√(2 ln n)", typical)):
+        want_y = y_zero + (y_limit - y_zero) * at.expected_gradient(a, 65536) / limit
+        assert abs(float(dots[label].get_attribute("cy")) - want_y) < 0.1, (label, want_y)
+    assert float(dots["α*"].get_attribute("cx")) < float(dots["√(2 ln n)"].get_attribute("cx"))
+    last_y = float(gradient.locator("path").get_attribute("d").rsplit(",", 1)[1])
+    assert abs(last_y - y_limit) < 1.0, (last_y, y_limit)
     mark = svg.locator("circle").first.get_attribute("cx")
     # by keyboard: labels name the fields, typing updates the table
     tab.get_by_label("number of keys").fill("")

@@ -52,6 +52,8 @@ LOG_POINTS = 160
 #: The element id the raw HTML block of book/recipes.md gives the calculator.
 FORM_ID = "attnscale-calculator"
 FILE_NAME = "calculator-table.js"
+#: Seconds the build waits for the table after the chapters (it takes a few).
+CHILD_TIMEOUT = 300
 
 
 def cosine_spline() -> dict:
@@ -201,7 +203,12 @@ def _write(app, exception) -> None:
         process.kill()
         process.communicate()
         return
-    script, errors = process.communicate()
+    try:
+        script, errors = process.communicate(timeout=CHILD_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise ExtensionError(f"calculator_table: computing the table took over {CHILD_TIMEOUT} s") from None
     if process.returncode != 0:
         raise ExtensionError(f"calculator_table: computing the table failed:\n{errors}")
     static = Path(app.outdir) / "_static"

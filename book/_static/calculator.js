@@ -453,7 +453,7 @@
         `computes it; n = ${fmtG(n)} is beyond that, so this figure is not drawn.`;
       return figure;
     }
-    const [W, H, left, right, bottom, lg] = [360, 200, 44, 16, 34, Math.log10];
+    const [W, H, left, right, bottom, lg] = [360, 200, 50, 16, 34, Math.log10]; // left: room for the y label
     const typical = Math.sqrt(2 * Math.log(n));
     const [a0, a1] = g.span.map((f) => f * typical);
     const alphas = Array.from({ length: 121 }, (_, k) => a0 * (a1 / a0) ** (k / 120));
@@ -471,7 +471,7 @@
       svg += svgText(left - 4, +Y(v) + 4, fmtG(+v.toPrecision(12)), "end");
     }
     for (let e = Math.ceil(lg(a0)); e <= lg(a1); e++) svg += svgText(X(10 ** e), H - bottom + 16, String(10 ** e));
-    svg += `<line class="curve1" x1="${left}" x2="${W - right}" y1="${Y(limit)}" y2="${Y(limit)}"/>`;
+    svg += `<line class="curve1 limit" x1="${left}" x2="${W - right}" y1="${Y(limit)}" y2="${Y(limit)}"/>`;
     svg += `<path class="curve0" d="M${alphas.map((a, i) => `${X(a)},${Y(values[i])}`).join("L")}"/>`;
     const star = gaussianAlphaStar(n);
     const marks = [
@@ -480,17 +480,19 @@
     ];
     for (const [a, label] of marks) {
       svg += `<line class="mark" x1="${X(a)}" x2="${X(a)}" y1="8" y2="${H - bottom}"/>`;
-      svg += `<circle class="curve0" cx="${X(a)}" cy="${Y(expectedGradient(a, n, table))}" r="3.5"/>`;
+      svg += `<circle class="curve0" data-label="${label}" cx="${X(a)}" cy="${Y(expectedGradient(a, n, table))}" r="3.5"/>`;
       // labels low, where the rising curve is not (it is near 0 only far left of both marks)
       svg += svgText(+X(a) + 3, H - bottom - 6 - (a === typical ? 0 : 14), label, "start");
     }
     svg += svgText((left + W) / 2, H - 4, "scale α (multiples of the standard scale)");
+    svg += `<text x="10" y="${(H - bottom) / 2}" text-anchor="middle" transform="rotate(-90 10 ${(H - bottom) / 2})">E[α(1 − Σp²)]</text>`;
     const share = (a) => fmtF((100 * expectedGradient(a, n, table)) / limit, 1);
     caption.textContent =
       `The exact expected gradient E[α(1 − Σp²)] of softmax over n = ${fmtG(n)} Gaussian scores against ` +
       `the scale α (solid), and its limit ${fmtG(limit, 4)} as α grows (dashed): it rises toward the limit ` +
       `and has no maximum on this range.  The source's α* = ${fmtG(star, 4)} reaches ${share(star)}% of ` +
-      `the limit; a typical row's scale √(2 ln n) = ${fmtG(typical, 4)} reaches ${share(typical)}%.` +
+      `the limit; √(2 ln n) = ${fmtG(typical, 4)}, the freezing scale, near which a typical row's gradient ` +
+      `(geometric-mean criterion) is largest, reaches ${share(typical)}%.` +
       (s.scores === "cosine"
         ? "  Cosine scores: the page has no exact curve for them; attnscale.expected_gradient(alpha, n, " +
           `"cosine", d) computes it.`
