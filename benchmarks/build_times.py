@@ -23,6 +23,7 @@ Every timing comes from this run, on this machine:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from bookbuild import BUILD_FLAGS, copy_book, jupyter_book_executable  # noqa: E402
 
+WEIGHTS = ROOT / "book" / "_ext" / "chapter_seconds.json"  # read by parallel_chapters.py
 CHAPTER_BUDGET = 15.0  # seconds, each chapter on its own
 BUILD_BUDGET = 90.0  # seconds, the README's build
 TEST_BUDGET = 600.0  # seconds, the README's tests
@@ -98,6 +100,12 @@ def main():
         "--install", action="store_true", help="time a fresh virtual environment's install too"
     )
     parser.add_argument("--no-tests", action="store_true", help="time the builds only")
+    parser.add_argument(
+        "--save-weights",
+        action="store_true",
+        help="write each chapter's serial execution time to book/_ext/chapter_seconds.json, "
+        "which the parallel build uses to start the heaviest chapters first",
+    )
     args = parser.parse_args()
     print(f"on this machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}\n")
     scratch = Path(tempfile.mkdtemp(prefix="build-times-"))
@@ -118,6 +126,10 @@ def main():
             mark = "" if seconds <= CHAPTER_BUDGET else f"   over {CHAPTER_BUDGET:.0f} s"
             print(f"  {name:<20} {seconds:6.1f} s  {seconds / serial:6.1%} of the serial build{mark}")
         print(f"  {'all chapters':<20} {sum(chapters.values()):6.1f} s\n")
+        if args.save_weights:
+            weights = {f"book/{name}": round(seconds, 1) for name, seconds in sorted(chapters.items())}
+            WEIGHTS.write_text(json.dumps(weights, indent=1) + "\n")
+            print(f"wrote {WEIGHTS.relative_to(ROOT)}\n")
         if not args.no_tests:
             seconds, per_file, summary = test_times(scratch)
             print(

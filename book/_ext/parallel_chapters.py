@@ -13,7 +13,10 @@ from inside, so the README's build command stays one plain line:
   seven on two CPUs: one core idles while the other finishes the heavy
   half).  Here every document is its own task, and the tasks start
   heaviest first (longest-processing-time-first scheduling), the weight of
-  a document being its source size, the best guess a clean build has.
+  a document being its execution time measured by
+  ``benchmarks/build_times.py --save-weights`` (``chapter_seconds.json``
+  here), else its source size: with sizes a light chapter with a long
+  text started early and a heavy short one ran last, alone on one core.
 * Three extensions that jupyter-book loads do not say whether they are
   safe for a parallel read, so Sphinx would fall back to a serial one with
   a warning.  Each was read (the versions pinned in requirements.txt):
@@ -42,6 +45,7 @@ enough to be read in parallel), stay the same.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -68,14 +72,36 @@ def build_jobs() -> int:
     return int(value)
 
 
-def _heaviest_first(app):
-    """A ``make_chunks`` that gives one document per task, heaviest started first."""
+#: Each chapter's execution time in a serial build, in seconds, as
+#: ``benchmarks/build_times.py --save-weights`` last measured it.  It only
+#: orders the tasks: a stale or missing entry can make the build slower,
+#: never different.
+CHAPTER_SECONDS = Path(__file__).with_name("chapter_seconds.json")
 
-    def weight(docname: str) -> int:
+
+def _measured_seconds() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(CHAPTER_SECONDS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _heaviest_first(app):
+    """A ``make_chunks`` that gives one document per task, heaviest started first.
+
+    A document's weight is its measured execution time (:data:`CHAPTER_SECONDS`)
+    or, for one not measured, its source size over 5000 bytes per second (the
+    chapters' sizes and times were of that order when this was written).
+    """
+    seconds = _measured_seconds()
+
+    def weight(docname: str) -> float:
+        if docname in seconds:
+            return seconds[docname]
         try:
-            return Path(app.env.doc2path(docname)).stat().st_size
+            return Path(app.env.doc2path(docname)).stat().st_size / 5000.0
         except OSError:
-            return 0
+            return 0.0
 
     def make_chunks(docnames, nproc, maxbatch=10):
         logger.info(f"parallel_chapters: {len(docnames)} documents, {nproc} processes, heaviest first")
