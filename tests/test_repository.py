@@ -175,3 +175,26 @@ def test_glued_markdown_is_parsed_as_myst():
         if not role.endswith(":myst`")
     ]
     assert bare == [], bare
+
+
+def test_parallel_build_starts_the_measured_heaviest_chapters_first(tmp_path):
+    """The read's order: measured seconds where known (every key a chapter), source size else."""
+    from types import SimpleNamespace
+
+    from bookbuild import load_extension
+
+    parallel = load_extension("parallel_chapters")
+    seconds = json.loads(parallel.CHAPTER_SECONDS.read_text())
+    assert set(seconds) <= {str(Path(f).with_suffix("")) for f in toc_files()}, "a weight of no chapter"
+    for name in ("big", "small", "unmeasured"):
+        (tmp_path / f"{name}.md").write_text("x" * {"big": 100, "small": 10, "unmeasured": 50_000}[name])
+    app = SimpleNamespace(env=SimpleNamespace(doc2path=lambda doc: tmp_path / f"{doc}.md"))
+    original = parallel._measured_seconds
+    try:
+        # the short text measured slow goes first; an unmeasured one by size (50 kB ~ 10 s)
+        parallel._measured_seconds = lambda: {"small": 30.0, "big": 1.0}
+        chunks = parallel._heaviest_first(app)(["big", "small", "unmeasured"], 1)
+    finally:
+        parallel._measured_seconds = original
+    assert chunks[0] == ["small"] and sorted(c[0] for c in chunks) == ["big", "small", "unmeasured"]
+    assert [c[0] for c in chunks[1:]] == ["big", "unmeasured"]  # waiting tasks start last-added first
