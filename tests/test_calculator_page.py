@@ -576,3 +576,22 @@ def test_notebook_download_drops_the_form_and_keeps_the_sentence():
     assert "<form" not in markdown and "{only}" not in markdown and "{raw}" not in markdown
     assert "The form is on this chapter's web page" in markdown
     assert "`attnscale.best_causal_scale`" in markdown
+
+
+def test_the_table_is_computed_only_for_a_book_with_the_calculator(tmp_path):
+    """The table's child process starts only when a page in the toc holds the form (not for probe books)."""
+    from types import SimpleNamespace
+
+    from sphinx_external_toc.parsing import parse_toc_yaml
+
+    extension = load_extension("calculator_table")
+
+    def app(toc: str):
+        (tmp_path / "toc.yml").write_text(toc)
+        config = SimpleNamespace(external_site_map=parse_toc_yaml(tmp_path / "toc.yml"))
+        return SimpleNamespace(config=config, srcdir=ROOT)
+
+    assert extension._has_calculator(app((ROOT / "_toc.yml").read_text()))
+    assert not extension._has_calculator(
+        app("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/variance\n")
+    )

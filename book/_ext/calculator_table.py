@@ -182,8 +182,25 @@ class _Background:
     process: subprocess.Popen | None = None
 
 
+def _has_calculator(app) -> bool:
+    """Whether a document in the build's table of contents holds the calculator's form.
+
+    A book without it (the tests' probe books, built a dozen times) does not
+    pay for the table.  Without an external table of contents, assume it does.
+    """
+    site_map = getattr(app.config, "external_site_map", None)
+    if site_map is None:
+        return True
+    for docname in site_map:
+        for suffix in (".md", ".ipynb", ".rst"):
+            path = Path(app.srcdir) / f"{docname}{suffix}"
+            if path.is_file() and FORM_ID in path.read_text(encoding="utf-8"):
+                return True
+    return False
+
+
 def _start(app) -> None:
-    if app.builder.format != "html" or _Background.process is not None:
+    if app.builder.format != "html" or _Background.process is not None or not _has_calculator(app):
         return
     _Background.process = subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve())],
