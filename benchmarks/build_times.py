@@ -128,7 +128,19 @@ def main():
         print(f"  {'all chapters':<20} {sum(chapters.values()):6.1f} s\n")
         if args.save_weights:
             weights = {f"book/{name}": round(seconds, 1) for name, seconds in sorted(chapters.items())}
-            WEIGHTS.write_text(json.dumps(weights, indent=1) + "\n")
+            commit = subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+            ).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, check=False
+            ).stdout.strip()
+            record = {
+                "command": "python benchmarks/build_times.py " + " ".join(sys.argv[1:]),
+                "commit": commit + (" (with uncommitted changes)" if dirty else ""),
+                "measured": f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, serial build",
+                "seconds": weights,
+            }
+            WEIGHTS.write_text(json.dumps(record, indent=1) + "\n")
             print(f"wrote {WEIGHTS.relative_to(ROOT)}\n")
         if not args.no_tests:
             seconds, per_file, summary = test_times(scratch)

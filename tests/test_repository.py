@@ -184,7 +184,10 @@ def test_parallel_build_starts_the_measured_heaviest_chapters_first(tmp_path):
     from bookbuild import load_extension
 
     parallel = load_extension("parallel_chapters")
-    seconds = json.loads(parallel.CHAPTER_SECONDS.read_text())
+    record = json.loads(parallel.CHAPTER_SECONDS.read_text())
+    assert {"command", "commit", "measured"} <= set(record), "the weights' provenance"
+    seconds = record["seconds"]
+    assert parallel._measured_seconds() == seconds
     assert set(seconds) <= {str(Path(f).with_suffix("")) for f in toc_files()}, "a weight of no chapter"
     for name in ("big", "small", "unmeasured"):
         (tmp_path / f"{name}.md").write_text("x" * {"big": 100, "small": 10, "unmeasured": 50_000}[name])

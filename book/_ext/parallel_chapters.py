@@ -81,8 +81,9 @@ CHAPTER_SECONDS = Path(__file__).with_name("chapter_seconds.json")
 
 def _measured_seconds() -> dict[str, float]:
     try:
-        return {str(k): float(v) for k, v in json.loads(CHAPTER_SECONDS.read_text()).items()}
-    except (OSError, ValueError, AttributeError):
+        seconds = json.loads(CHAPTER_SECONDS.read_text())["seconds"]
+        return {str(k): float(v) for k, v in seconds.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
 
