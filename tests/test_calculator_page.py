@@ -109,10 +109,19 @@ def _settings(count: int) -> list[dict]:
             "trainLength": None,
             "headScale": None,
         }
+        setting["headEntropy"] = None
         if k % 4:
             setting["trainLength"] = pick([2.0, 512.0, 1e15]) if k % 7 == 0 else log_uniform(2.0, 1e15)
             if k % 3 == 1:
                 setting["headScale"] = log_uniform(1e-3, 1e4)
+            elif k % 6 == 2:
+                # within the exact expectation's range, a measured entropy as a
+                # reader would type it (twelve digits), from a nearly uniform
+                # head to a frozen one (dot products only: for cosines the page
+                # asks for alpha_L, tested on its own)
+                setting["n"], setting["trainLength"] = log_uniform(2.0, 1e9), log_uniform(2.0, 1e9)
+                entropy = at.expected_entropy(log_uniform(1e-3, 1e2), setting["trainLength"])
+                setting["headEntropy"] = float(f"{entropy:.12g}")
         # half-integers: the page must round n as Python does (to even)
         if k % 11 == 0:
             setting["n"] = math.floor(setting["n"] % 1000) + 2.5
@@ -128,6 +137,7 @@ def _package(setting):
         causal=setting["causal"],
         train_length=setting["trainLength"],
         head_scale=setting["headScale"],
+        head_entropy=setting["headEntropy"],
     )
 
 
@@ -166,6 +176,40 @@ def _exact_match_outcome(rec) -> str:
     return "range note"
 
 
+#: Notes that print a number the page interpolates: alpha_L solved from a
+#: measured entropy, and the exact match's target entropy (from alpha_L).
+INTERPOLATED_NOTES = (
+    "head measured: entropy",
+    "exact entropy match does not apply",
+    "exact entropy match (gaussian): not computed, no scale up to",
+)
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]\d+)?")
+
+
+def _same_note(page: str, package: str) -> bool:
+    """Equal; or, for a note with interpolated numbers, the same words and numbers within N_REF."""
+    if page == package:
+        return True
+    if not package.startswith(INTERPOLATED_NOTES):
+        return False
+    got, want = NUMBER.findall(page), NUMBER.findall(package)
+    return (
+        NUMBER.sub("#", page) == NUMBER.sub("#", package)
+        and len(got) == len(want)
+        and all(abs(float(a) / float(b) - 1.0) <= N_REF for a, b in zip(got, want, strict=True))
+    )
+
+
+#: Rows that do not depend on the head's alpha_L (so on a measured entropy).
+HEADLESS_ROWS = ("standard", "gradient", "entropy-invariant log_512", "QK-norm")
+
+
+def _is_interpolated(row: dict, setting: dict) -> bool:
+    if row["criterion"].startswith(("gradient, causal", "gradient (cosine", "exact entropy match")):
+        return True
+    return setting["headEntropy"] is not None and not row["criterion"].startswith(HEADLESS_ROWS)
+
+
 def test_page_agrees_with_the_package(calculator):
     settings = _settings(SETTINGS)
     pages = calculator.evaluate(RECOMMEND_ALL, settings)
@@ -187,7 +231,7 @@ def test_page_agrees_with_the_package(calculator):
                 continue
             assert expected is not None, (setting, row)
             assert row["source"] == expected.source
-            interpolated = row["criterion"].startswith(("gradient, causal", "gradient (cosine"))
+            interpolated = _is_interpolated(row, setting)
             tolerance = INTERPOLATED if interpolated else CLOSED
             for key, value in (("scale", expected.scale), ("unit", expected.unit_scale)):
                 error = abs(row[key] / value - 1.0)
@@ -196,8 +240,10 @@ def test_page_agrees_with_the_package(calculator):
                 worst[kind] = max(worst[kind], error)
         # the package's notes, word for word, save those only its solvers can know
         cli_rows = [row["criterion"] for row in page["entries"] if row["cli"]]
-        exact_on_page = any(name.startswith("exact entropy match") for name in cli_rows)
-        if exact_on_page:
+        exact_to_cli = any(name.startswith("exact entropy match") for name in cli_rows)
+        # the page solves the exact match for dot products itself
+        assert not (exact_to_cli and setting["scores"] == "dot"), setting
+        if exact_to_cli:
             # the page sends the exact match to the CLI only past the package's two range checks, whose notes
             # it gives itself; so the package computed it or gave a note of its solver
             assert _exact_match_outcome(rec) in ("entry", "solver note"), (setting, rec.notes)
@@ -210,9 +256,12 @@ def test_page_agrees_with_the_package(calculator):
             if not note.startswith("causal: the best fixed scale")
             # the causal cosine gradient row is left to the CLI, and its notes with it
             and not (causal_cosine and note.startswith("gradient (cosine"))
-            and not (exact_on_page and _is_solver_note(note))
+            and not (exact_to_cli and _is_solver_note(note))
         ]
-        assert [note for note in page["notes"] if not _is_page_note(note)] == package_notes, setting
+        page_notes = [note for note in page["notes"] if not _is_page_note(note)]
+        assert len(page_notes) == len(package_notes), (setting, page_notes, package_notes)
+        for page_note, package_note in zip(page_notes, package_notes, strict=True):
+            assert _same_note(page_note, package_note), (setting, page_note, package_note)
         # the causal note: the same words, its numbers from the table to their tolerances
         # (for cosines the page leaves the causal row, and so this note, to the CLI)
         causal = [_causal_parts(note) for note in page["notes"] if note.startswith(CAUSAL_NOTE)]
@@ -279,6 +328,54 @@ def test_gradient_curve_matches_the_package(calculator, table):
     assert np.mean(np.abs(want[:200] / limits - 1) > INTERPOLATED) > 0.5
 
 
+ENTROPY_ALL = (
+    "(ps) => { const t = window.ATTNSCALE_CALCULATOR_TABLE; return ps.map(([a, n, h]) =>"
+    " [AttnScaleCalculator.expectedEntropy(a, n, t), AttnScaleCalculator.solveEntropy(h, n, t)]); }"
+)
+
+
+def test_entropy_table_matches_the_package(calculator):
+    """The exact match's two steps: E[H](alpha, n) from the table, and the scale solved from an entropy.
+
+    1000 random (alpha, n) from a nearly uniform row (some below the table,
+    where the page uses its expansion) to the cap, few keys and n = 1e9 included.  The
+    wrong entropy it rules out: the mean-field one, which the exact
+    expectation corrects (ch. entropy-invariance), is off by more than the
+    tolerance at most of these points.
+    """
+    rng = np.random.default_rng(13)
+    n = np.round(np.exp(rng.uniform(math.log(2), math.log(1e9), 1000)))
+    n[:150], n[150:170] = rng.integers(2, 20, 150), 1e9
+    freezing = np.sqrt(2 * np.log(n))
+    # from 3e-4: smaller, the package's own log n - E[H] loses its digits
+    # (about 5e-5 relative at 1e-4, 5e-3 at 1e-5), and the page's expansion
+    # is the better of the two
+    alpha = np.exp(rng.uniform(math.log(3e-4), math.log(1e3), 1000))
+    alpha[170:600] = freezing[170:600] * np.exp(rng.uniform(-3, 1.5, 430))  # where the row freezes
+    want = at.expected_entropy(alpha, n)
+    # the entropies to solve for: the package's, as typed, at scales up to 100
+    solvable = alpha <= 100
+    typed = [float(f"{h:.12g}") for h in want]
+    page = calculator.evaluate(
+        ENTROPY_ALL, [[float(a), float(m), h] for a, m, h in zip(alpha, n, typed, strict=True)]
+    )
+    entropy = np.array([p[0] for p in page])
+    solved = np.array([p[1] if p[1] is not None else np.nan for p in page])
+    worst_h = float(np.max(np.abs(entropy / want - 1)))
+    # near a uniform row the digits are in log n - E[H]: compare that too
+    gap = np.log(n) - want
+    worst_gap = float(np.max(np.abs((np.log(n) - entropy) / gap - 1)))
+    worst_alpha = float(np.nanmax(np.abs(solved[solvable] / alpha[solvable] - 1)))
+    print(f"\nworst relative error: E[H] {worst_h:.1e}, log n - E[H] {worst_gap:.1e}, α {worst_alpha:.1e}")
+    assert worst_h <= INTERPOLATED and worst_gap <= INTERPOLATED
+    assert not np.isnan(solved[solvable]).any() and worst_alpha <= INTERPOLATED
+    # the solver gives up exactly where the package does: past the cap
+    top = at.expected_entropy(1e3, n)
+    assert all(p[1] is None for p, t, h in zip(page, top, typed, strict=True) if h < 0.99 * t)
+    meanfield = at.gaussian_meanfield_entropy(alpha, n)
+    assert np.mean(np.abs(meanfield / want - 1) > INTERPOLATED) > 0.5
+
+
 @pytest.mark.parametrize(
     "field, value",
     [
@@ -292,11 +389,16 @@ def test_gradient_curve_matches_the_package(calculator, table):
         ("trainLength", "1"),
         ("headScale", "0"),
         ("headScale", "-2"),
+        ("headEntropy", "0"),
+        ("headEntropy", "-1"),
+        ("headEntropy", "abc"),
+        ("headEntropy", "6.25"),  # above log 512 = 6.238
+        ("headEntropy", "1e-30"),  # below any scale up to the cap
     ],
 )
 def test_bad_input_gives_a_message_not_a_number(calculator, field, value):
     # as the form passes them: text, one field bad
-    setting = dict(d="128", n="4096", trainLength="512", headScale="", scores="dot", causal=False)
+    setting = dict(d="128", n="4096", trainLength="512", headScale="", headEntropy="", scores="dot")
     setting[field] = value
     page = calculator.evaluate(RECOMMEND, setting)
     assert set(page) == {"error"} and page["error"], page
@@ -316,6 +418,33 @@ def test_the_cli_command_in_a_note_runs(calculator):
     assert "--n 123456789 " in commands[0] and "n = 1.23457e+08" in done.stdout
     assert "gradient (cosine mean field), causal" in done.stdout
     assert "alpha_L = 2.5 at L = 4096" in done.stdout
+
+
+def test_measured_entropy_cases_the_page_leaves_to_the_package(calculator):
+    """Both measurements, no L, L past the exact range, cosines: a message (as the package, for three)."""
+    base = dict(d="64", n="4096", trainLength="512", headScale="", headEntropy="5", scores="dot")
+    for change, package_error in (
+        ({"headScale": "2"}, "not both"),
+        ({"trainLength": ""}, "needs train_length"),
+        ({"trainLength": "2e9"}, "head_entropy needs train_length"),
+    ):
+        page = calculator.evaluate(RECOMMEND, {**base, **change})
+        assert set(page) == {"error"}, (change, page)
+        args = dict(d=64, n=4096, train_length=None, head_entropy=5.0)
+        if change.get("trainLength"):
+            args["train_length"] = float(change["trainLength"])
+        if "headScale" in change:
+            args.update(train_length=512, head_scale=2.0)
+        with pytest.raises(ValueError, match=package_error):
+            at.recommend_scale(**args)
+    # cosines: the page has no exact entropy table, so it sends the reader to
+    # the command line, whose command prints the package's alpha_L
+    page = calculator.evaluate(RECOMMEND, {**base, "scores": "cosine"})
+    command = page["error"].split("see the CLI: ")[1]
+    done = subprocess.run([sys.executable, *command.split()[1:]], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    alpha = at.head_scale_from_entropy(5.0, 512, "cosine", 64)
+    assert f"alpha_L = {alpha:.4g} for cosine scores" in done.stdout
 
 
 def test_measured_scale_needs_a_training_length(calculator):
@@ -455,12 +584,21 @@ def test_the_form_on_the_page(browser, probe_page):
     assert form.is_visible()
     rows = tab.locator("#attnscale-calculator tbody tr")
     # the defaults (d 128, n 65536, L 4096): the package's rows, the exact
-    # match left to the CLI
+    # match solved on the page
     want = at.recommend_scale(d=128, n=65536, train_length=4096)
-    names = [e.criterion for e in want.entries if not e.criterion.startswith("exact")]
-    assert rows.locator("th").all_inner_texts() == [*names, "exact entropy match (gaussian)"]
+    assert rows.locator("th").all_inner_texts() == [e.criterion for e in want.entries]
     first = rows.nth(1).locator("td").nth(0).inner_text()
     assert first == format(want.entries[1].scale, ".4g")
+    exact = float(rows.last.locator("td").nth(0).inner_text())
+    assert exact == pytest.approx(want.entries[-1].scale, rel=1e-3), (exact, want.entries[-1])
+    # a measured entropy: its alpha_L in the notes; with a measured scale too, a message
+    tab.get_by_label("measured entropy").fill("5")
+    alpha = at.head_scale_from_entropy(5.0, 4096)
+    assert f"entropy 5 nats at L = 4096, i.e. alpha_L = {alpha:.4g}" in form.inner_text()
+    tab.get_by_label("measured scale").fill("2")
+    assert "not both" in tab.locator("#attnscale-calculator .calc-message").inner_text()
+    tab.get_by_label("measured scale").fill("")
+    tab.get_by_label("measured entropy").fill("")
     # the figure: both curves and the reader's n marked on each
     svg = tab.locator("#attnscale-calculator .calc-figure:not(.calc-gradient) svg")
     assert svg.locator("path").count() == 2 and svg.locator("circle").count() == 2

@@ -2,11 +2,13 @@
  * reader's browser, with no kernel and no network.
  *
  * recommend(setting, table) mirrors the rows of attnscale.recipes.RULES, in order, with the same names, sources
- * and notes.  Closed-form rules are computed here; the causal Gaussian gradient row (cubic in log n) and the cosine
- * gradient row (a bicubic spline) come from the table book/_ext/calculator_table.py writes at build time; rows
- * that need the package's solvers (the causal cosine gradient, the exact entropy match) say "see the CLI" instead
- * of printing an approximation; the exact match gives the package's own note where its range checks alone decide.  tests/test_calculator_page.py compares every number with the package.  The form
- * is in book/recipes.md (a raw HTML block); plot() draws its figure.
+ * and notes.  Closed-form rules are computed here.  What needs the package's solvers comes from the table
+ * book/_ext/calculator_table.py writes at build time: the causal Gaussian gradient row (cubic in log n), the
+ * cosine gradient row (a bicubic spline), and the exact expected entropy of Gaussian scores (two bicubic
+ * splines), from which the page solves the exact entropy match and a measured entropy's alpha_L.  What has no
+ * table (the causal cosine gradient, the cosine exact match and a cosine head's entropy) says "see the CLI",
+ * with the command.  tests/test_calculator_page.py compares every number with the package.  The form is in
+ * book/recipes.md (a raw HTML block); plot() and plotGradient() draw its figures.
  */
 (function () {
   "use strict";
@@ -183,6 +185,50 @@
     return Math.exp(ratio) * gradientLimit(n, table);
   }
 
+  // logit(E[H] / log n) for n Gaussian scores, 2 <= n <= nMax and
+  // 0 < alpha <= cap: attnscale.expected_entropy(alpha, n) from the build's
+  // two bicubic splines (entropy_spline in book/_ext/calculator_table.py).
+  // Below the table's smallest scale, the first term of the expansion,
+  // log n - E[H] = alpha^2 (n - 1) / (2n), whose relative error there is
+  // under 1e-6.  The logit keeps the digits of both E[H] and log n - E[H].
+  function entropyLogit(alpha, n, table) {
+    const e = table.entropy;
+    const freezing = Math.sqrt(2 * Math.log(n));
+    const x = Math.log(Math.log(n));
+    if (alpha < e.lowest * freezing) {
+      const gap = (alpha * alpha * (n - 1)) / (2 * n);
+      return Math.log((Math.log(n) - gap) / gap);
+    }
+    if (alpha <= 2 * freezing) return spline2(e.low, x, Math.log(alpha / freezing));
+    return spline2(e.high, x, Math.log(alpha));
+  }
+
+  function expectedEntropy(alpha, n, table) {
+    return Math.log(n) / (1 + Math.exp(-entropyLogit(alpha, n, table)));
+  }
+
+  // The scale with E[H](alpha, n) = target for Gaussian scores, as
+  // attnscale.recipes._solve_entropy, for 0 < target < log n; null when no
+  // scale up to the cap brings the entropy that low.  The entropy falls with
+  // alpha, so bisection on log alpha, in the logit (no digits lost near
+  // either end); below the table the expansion is solved in closed form.
+  function solveEntropy(target, n, table) {
+    const e = table.entropy;
+    const want = Math.log(target / (Math.log(n) - target));
+    const lowest = e.lowest * Math.sqrt(2 * Math.log(n));
+    if (want >= entropyLogit(lowest, n, table)) {
+      return Math.sqrt((2 * (Math.log(n) - target) * n) / (n - 1));
+    }
+    if (want < entropyLogit(e.cap, n, table)) return null;
+    let [lo, hi] = [Math.log(lowest), Math.log(e.cap)];
+    for (let k = 0; k < 64; k++) {
+      const mid = 0.5 * (lo + hi);
+      if (entropyLogit(Math.exp(mid), n, table) > want) lo = mid;
+      else hi = mid;
+    }
+    return Math.exp(0.5 * (lo + hi));
+  }
+
   // mayCompute: the package may still give a note instead of a number, so
   // the page does not promise one
   function cliNote(name, s, mayCompute) {
@@ -192,6 +238,7 @@
     if (s.causal) args += " --causal";
     if (s.L !== null) args += ` --train-length ${s.L}`;
     if (s.headScale !== null) args += ` --head-scale ${s.headScale}`;
+    if (s.headEntropy !== null) args += ` --head-entropy ${s.headEntropy}`;
     const why = mayCompute ? "the package may compute it" : "needs the package's solver";
     return `${name}: ${why}; see the CLI: python -m attnscale scale ${args}`;
   }
@@ -250,12 +297,12 @@
     return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
   }
 
-  // attnscale.recipes._exact_match up to its solver: the two range checks the
-  // package makes first are simple comparisons, so the page gives their notes
-  // word for word (and no row, as the package).  Past them the package may
-  // still give a note (the head's entropy at L above log n, or a target its
-  // solver cannot reach), which the page cannot know without the solver.
-  function exactMatch(s) {
+  // attnscale.recipes._exact_match: the package's two range checks, then,
+  // for Gaussian scores, its solver on the build's entropy table (the scale
+  // within 1e-3 of the package's; the tests check it).  For cosines the
+  // page has no entropy table: past the range checks it sends the reader to
+  // the command line.
+  function exactMatch(s, table) {
     const name = `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`;
     if (Math.max(s.n, s.L) > EXACT_MAX_KEYS) {
       return { notes: [`${name}: not computed, the exact expectation covers n and L up to ${fmtG(EXACT_MAX_KEYS)}`] };
@@ -270,7 +317,28 @@
         ],
       };
     }
-    return { cli: true, notes: [], mayCompute: true };
+    if (s.scores !== "dot") return { cli: true, notes: [], mayCompute: true };
+    // a measured entropy is the target itself (the package solves for
+    // alpha_L and recomputes it, to 1e-12)
+    const target = s.headEntropy ?? expectedEntropy(s.a, s.L, table);
+    if (target >= Math.log(s.n)) {
+      return {
+        notes: [
+          `exact entropy match does not apply: the head's entropy at L (${fmtG(target, 3)} nats) ` +
+            `exceeds log n = ${fmtG(Math.log(s.n), 3)}, the entropy of a uniform row over n keys`,
+        ],
+      };
+    }
+    const alpha = solveEntropy(target, s.n, table);
+    if (alpha === null) {
+      return {
+        notes: [
+          `${name}: not computed, no scale up to ${fmtG(cap, 4)} brings the entropy down to ` +
+            `${fmtG(target, 4)} nats (a head this focused is outside the exact expectation's range)`,
+        ],
+      };
+    }
+    return scaled(alpha);
   }
 
   // One row: its name and source (text, or a function of the setting), when
@@ -335,6 +403,34 @@
     return x;
   }
 
+  // alpha_L of a measured entropy at L (attnscale.head_scale_from_entropy),
+  // or the inline message the package's ValueError stands for.
+  function headFromEntropy(s, table) {
+    const label = "measured entropy H_L";
+    if (s.L === null) throw new Error("a measured H_L needs the training length L");
+    if (s.L > EXACT_MAX_KEYS) {
+      throw new Error(`${label} needs L at most ${fmtG(EXACT_MAX_KEYS)} (the exact expectation's range); give alpha_L`);
+    }
+    if (!(s.headEntropy < Math.log(s.L))) {
+      throw new Error(`${label}: must be below log L = ${fmtG(Math.log(s.L), 4)} nats (a uniform row over L keys)`);
+    }
+    if (s.scores !== "dot") {
+      throw new Error(
+        `${label}: for cosine scores the page has no table of the exact entropy; give alpha_L, or see the CLI: ` +
+          `python -m attnscale scale --d ${s.d} --n ${s.n} --cosine${s.causal ? " --causal" : ""} ` +
+          `--train-length ${s.L} --head-entropy ${s.headEntropy}`,
+      );
+    }
+    const alpha = solveEntropy(s.headEntropy, s.L, table);
+    if (alpha === null) {
+      throw new Error(
+        `${label} = ${fmtG(s.headEntropy)} nats: no scale up to ${fmtG(table.entropy.cap)} brings the entropy ` +
+          "that low (a head this focused is outside the exact expectation's range); give alpha_L",
+      );
+    }
+    return alpha;
+  }
+
   // The whole table for one setting: {entries, notes} or {error}.
   function recommend(input, table) {
     let s;
@@ -344,18 +440,28 @@
         n: number(input.n, "number of keys n", 2, MAX_KEYS),
         L: number(input.trainLength, "training length L", 2, MAX_KEYS, true),
         headScale: number(input.headScale, "measured scale alpha_L", 0, MAX_ALPHA, true),
+        headEntropy: number(input.headEntropy, "measured entropy H_L", 0, Math.log(MAX_KEYS), true),
         scores: input.scores === "cosine" ? "cosine" : "dot",
         causal: Boolean(input.causal),
       };
+      if (s.headScale !== null && s.headEntropy !== null) {
+        throw new Error("give the measured entropy H_L or the measured scale alpha_L, not both");
+      }
       if (s.headScale !== null && s.L === null) throw new Error("a measured alpha_L needs the training length L");
+      if (s.headEntropy !== null) s.a = headFromEntropy(s, table);
     } catch (error) {
       return { error: error.message };
     }
-    s.a = s.headScale ?? 1;
+    s.a ??= s.headScale ?? 1;
     const notes = [];
     const addNote = (note) => notes.includes(note) || notes.push(note);
     if (s.headScale !== null) addNote(`head measured: alpha_L = ${fmtG(s.a, 4)} at L = ${fmtG(s.L)}`);
-    else if (s.L !== null) {
+    else if (s.headEntropy !== null) {
+      addNote(
+        `head measured: entropy ${fmtG(s.headEntropy, 4)} nats at L = ${fmtG(s.L)}, ` +
+          `i.e. alpha_L = ${fmtG(s.a, 4)} for gaussian scores (exact expectation)`,
+      );
+    } else if (s.L !== null) {
       addNote(
         "no measured head: assumes alpha_L = 1 (unit-variance scores at the standard " +
           "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)",
@@ -506,7 +612,13 @@
     const out = form.querySelector(".calc-output");
     const message = form.querySelector(".calc-message");
     const value = (name) => form.elements[name].value;
-    const fields = { d: value("d"), n: value("n"), trainLength: value("train_length"), headScale: value("head_scale") };
+    const fields = {
+      d: value("d"),
+      n: value("n"),
+      trainLength: value("train_length"),
+      headScale: value("head_scale"),
+      headEntropy: value("head_entropy"),
+    };
     const result = recommend({ ...fields, scores: value("scores"), causal: form.elements.causal.checked }, table);
     // bad input: the last good table stays, dimmed, with the reason above it
     message.textContent = result.error || "";
@@ -585,6 +697,8 @@
     cosineUnitStar,
     gradientLimit,
     expectedGradient,
+    expectedEntropy,
+    solveEntropy,
     plot,
     plotGradient,
   };
