@@ -198,118 +198,6 @@ def entropy_spline() -> dict:
     return {"nMax": GRADIENT_N_MAX, "lowest": ENTROPY_LOW, "cap": ENTROPY_CAP, **parts}
 
 
-#: The cosine entropy table's values, computed by experiments/calculator_cosine.py.
-COSINE_ENTROPY_FILE = Path(__file__).resolve().parents[1] / "data" / "calculator-cosine.json"
-#: Nodes of that file the build recomputes with the package before using it.
-SPOT_CHECKS = 6
-#: The cosine table's largest d (the calculator's) and the exact
-#: expectation's largest scale on the cosine (``attnscale.exact``).
-COSINE_D_MAX, COSINE_CAP = 1e6, 1e4
-
-
-def cosine_grid(quick: bool = False) -> dict:
-    """The cosine entropy table's nodes: x = log log n, w = 1/sqrt(d - 1), and the count of t in [0, 1].
-
-    In w the nodes are denser near d = 2, where the law of a cosine is
-    furthest from a Gaussian.
-    """
-    import numpy as np
-
-    nx, nw_far, nw_near, nt = (8, 5, 4, 16) if quick else (28, 16, 10, 64)
-    x = np.linspace(np.log(np.log(2.0)), np.log(np.log(GRADIENT_N_MAX)), nx)
-    w_min = 1.0 / np.sqrt(COSINE_D_MAX - 1.0)
-    w = np.unique(np.r_[np.linspace(w_min, 0.7, nw_far), np.linspace(0.7, 1.0, nw_near + 1)])
-    return {"x": x.tolist(), "w": w.tolist(), "t": nt}
-
-
-def cosine_keys_and_dims(x, w):
-    """n and d at the nodes, the ends exact (not through exp(exp(log(log))))."""
-    import numpy as np
-
-    keys = np.exp(np.exp(np.asarray(x, dtype=float)))
-    keys[[0, -1]] = 2.0, GRADIENT_N_MAX
-    dims = 1.0 + 1.0 / np.asarray(w, dtype=float) ** 2
-    dims[-1] = 2.0
-    return keys, dims
-
-
-def cosine_scales(n, d, count):
-    """``count`` unit-score scales at (n, d), uniform in log alpha, ENTROPY_LOW sqrt(2 log n) to the cap."""
-    import numpy as np
-
-    lo, hi = np.log(ENTROPY_LOW * np.sqrt(2.0 * np.log(n))), np.log(COSINE_CAP / np.sqrt(d))
-    return np.exp(lo + np.linspace(0.0, 1.0, count) * (hi - lo))
-
-
-def cosine_logit_entropy(alpha, n, d):
-    """logit(E[H]/log n) for cosine scores, at unit-score scales alpha (a vector), n keys, dimension d."""
-    import numpy as np
-
-    from attnscale import expected_entropy
-
-    # on the cosine the scale is alpha sqrt(d), which can round a hair above the cap
-    beta = np.minimum(np.asarray(alpha, dtype=float) * np.sqrt(d), COSINE_CAP)
-    h = expected_entropy(beta, n, scores="cosine", d=d)
-    return np.log(h / (np.log(n) - h))
-
-
-class StaleTable(RuntimeError):
-    """A committed table that the package no longer reproduces."""
-
-
-def cosine_entropy_spline(path: Path = COSINE_ENTROPY_FILE, spot_checks: int = SPOT_CHECKS) -> dict:
-    r"""The exact expected entropy of cosine scores, as a tricubic spline.
-
-    The values, :math:`\operatorname{logit}(\mathbb E[H]/\log n)` on the grid
-    of ``experiments/calculator_cosine.py`` (minutes of exact expectations),
-    are read from the committed file; ``spot_checks`` of its nodes, drawn
-    afresh at every build, are recomputed with ``attnscale.expected_entropy``
-    and must agree to 1e-8, else the build fails (:class:`StaleTable`): a
-    change to the package shows up.  The interpolating tensor-product spline
-    is fitted here, one axis at a time (``make_interp_spline`` along each
-    axis of the values, then of the coefficients: the same not-a-knot knots
-    as ``RectBivariateSpline``), about a tenth of a second.
-    """
-    import numpy as np
-    from scipy.interpolate import make_interp_spline
-
-    data = json.loads(path.read_text(encoding="utf-8"))
-    grid = data["grid"]
-    values = np.array(data["values"])
-    expected = cosine_grid()
-    if grid["t"] != expected["t"] or any(not np.allclose(grid[a], expected[a], rtol=1e-12) for a in "xw"):
-        command = data["provenance"]["command"]
-        raise StaleTable(f"{path.name}: its grid is not cosine_grid()'s; rerun {command}")
-    keys, dims = cosine_keys_and_dims(grid["x"], grid["w"])
-    rng = np.random.default_rng()
-    for _ in range(spot_checks):
-        i, j, k = (int(rng.integers(m)) for m in values.shape)
-        alpha = cosine_scales(keys[i], dims[j], grid["t"])[k]
-        now = float(cosine_logit_entropy([alpha], keys[i], dims[j])[0])
-        if abs(now - values[i, j, k]) > 1e-8 * max(1.0, abs(now)):
-            raise StaleTable(
-                f"{path.name}: at n = {keys[i]:.6g}, d = {dims[j]:.6g}, alpha = {alpha:.6g} the file holds "
-                f"{values[i, j, k]!r} and the package gives {now!r}; rerun {data['provenance']['command']}"
-            )
-    t = np.linspace(0.0, 1.0, grid["t"])
-    coefficients = values
-    knots = []
-    for axis, nodes in enumerate((grid["x"], grid["w"], t)):
-        spline = make_interp_spline(nodes, coefficients, k=3, axis=axis)
-        knots.append(spline.t)
-        coefficients = spline.c
-    return {
-        "nMax": GRADIENT_N_MAX,
-        "dMax": COSINE_D_MAX,
-        "cap": COSINE_CAP,
-        "lowest": ENTROPY_LOW,
-        "tx": [float(f"{v:.12g}") for v in knots[0]],
-        "tw": [float(f"{v:.12g}") for v in knots[1]],
-        "tt": [float(f"{v:.12g}") for v in knots[2]],
-        "c": [float(f"{v:.9g}") for v in coefficients.ravel()],  # row-major over (x, w, t)
-    }
-
-
 def build_table() -> dict:
     """The causal Gaussian gradient row: the scale and the mean share, by length."""
     from attnscale.decoder import best_causal_scale
@@ -333,7 +221,6 @@ def build_table() -> dict:
         "cosine": cosine_spline(),
         "gradient": gradient_spline(),
         "entropy": entropy_spline(),
-        "cosineEntropy": cosine_entropy_spline(),
     }
 
 
