@@ -77,15 +77,21 @@ def _cosine_difference_density(d):
     return g
 
 
-@pytest.mark.parametrize(("d", "alpha", "rtol"), [(2.5, 1.0, 1e-12), (2.5, 30.0, 2e-8), (3.3, 30.0, 1e-9)])
+@pytest.mark.parametrize(
+    ("d", "alpha", "rtol"),
+    [(2.5, 1.0, 1e-12), (2.5, 30.0, 2e-8), (3.3, 30.0, 1e-9), (5.5, 30.0, 1e-11), (6.0, 1e4, 2e-9)],
+)
 def test_two_cosine_keys_at_non_integer_d_against_mpmath(d, alpha, rtol, monkeypatch):
     """Non-integer d: the density of the angle is a non-integer power at both ends.
 
-    Equal panels there were off by 3e-6 (alpha = 1) to 5e-5 (the entropy at
-    alpha = 30) at d = 2.5, and the law's normalization check, clipped to 1,
-    did not see it; graded end panels agree with mpmath to the tolerances
-    here (as measured: 1e-13; 8e-9 for the entropy at d = 2.5, alpha = 30).
-    The reference runs at 20 digits, enough for these and four times faster.
+    Equal panels there were off by 3e-6 (alpha = 1) to 1.6e-4 (the entropy
+    at alpha = 1e4) at d = 2.5, and the law's normalization check, clipped
+    to 1, did not see it; graded end panels agree with mpmath to the
+    tolerances here (as measured: 1e-13; 8e-9 for the entropy at d = 2.5,
+    alpha = 30).  Between d = 5.2 and 10 (even d = 6) the ends looked soft
+    and panels in s missed the density's power at the top: 5e-6 at d = 5.5,
+    alpha = 30, and 3e-6 at d = 6, alpha = 1e4 (now 1e-12 and 5e-10).  The
+    reference runs at 20 digits, enough for these and four times faster.
     """
     monkeypatch.setattr(sys.modules[__name__], "DPS", 20)
     refs = _two_key_references(alpha, _cosine_difference_density(d), 0, 2)
