@@ -231,7 +231,7 @@
 
   // mayCompute: the package may still give a note instead of a number, so
   // the page does not promise one
-  function cliNote(name, s, mayCompute) {
+  function cliNote(name, s, mayCompute, reason) {
     // every digit the reader typed (String gives the shortest exact form)
     let args = `--d ${s.d} --n ${s.n}`;
     if (s.scores === "cosine") args += " --cosine";
@@ -239,7 +239,7 @@
     if (s.L !== null) args += ` --train-length ${s.L}`;
     if (s.headScale !== null) args += ` --head-scale ${s.headScale}`;
     if (s.headEntropy !== null) args += ` --head-entropy ${s.headEntropy}`;
-    const why = mayCompute ? "the package may compute it" : "needs the package's solver";
+    const why = reason ?? (mayCompute ? "the package may compute it" : "needs the package's solver");
     return `${name}: ${why}; see the CLI: python -m attnscale scale ${args}`;
   }
 
@@ -289,6 +289,14 @@
     const gaussianOnly = "the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given";
     if (s.scores !== "dot") return { notes: [gaussianOnly] };
     const meanField = s.a * s.a + 2 * Math.log(s.n / s.L);
+    // alpha_L solved from a measured entropy carries the table's error (at
+    // most about 4e-4); near the rule's two boundaries (alpha_L^2 + 2 ln(n/L)
+    // near 0, alpha_L near freezing) that error decides the row, or is
+    // magnified alpha_L^2 / (alpha_L^2 + 2 ln(n/L)) times
+    const nearFreezing = Math.abs(s.a * s.a - 2 * Math.log(s.L)) < 2e-3 * s.a * s.a;
+    if (s.headEntropy !== null && (s.a * s.a > 2 * Math.abs(meanField) || nearFreezing)) {
+      return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
+    }
     const none =
       "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, so no scale at n matches it";
     if (!(meanField > 0)) return { notes: [none] };
@@ -321,6 +329,16 @@
     // a measured entropy is the target itself (the package solves for
     // alpha_L and recomputes it, to 1e-12)
     const target = s.headEntropy ?? expectedEntropy(s.a, s.L, table);
+    // computed from alpha_L, the target carries the table's error: at most
+    // about 6e-4 on the logit at L, which is the logit at n's error times
+    // magnify = (log L - target) log n / (log L |log n - target|).  Where
+    // that is large (L > n, the head's entropy at L just below log n) the
+    // error decides whether the row applies, or is magnified in the scale
+    const [logN, logL] = [Math.log(s.n), Math.log(s.L)];
+    const magnify = ((logL - target) * logN) / (logL * Math.abs(logN - target));
+    if (s.headEntropy === null && magnify > 2) {
+      return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
+    }
     if (target >= Math.log(s.n)) {
       return {
         notes: [
@@ -340,6 +358,8 @@
     }
     return scaled(alpha);
   }
+
+  const TOO_CLOSE = "too close to where the row changes for the page's table to hold 1e-3; the package may compute it";
 
   // One row: its name and source (text, or a function of the setting), when
   // it belongs to the setting, and the rule (as attnscale.recipes._Rule).
@@ -483,7 +503,7 @@
       const entry = { criterion: name, source: text(rule.source, s), unit: null, scale: null, cli: Boolean(out.cli) };
       if (out.cli) {
         entries.push(entry);
-        out.notes.push(cliNote(name, s, Boolean(out.mayCompute)));
+        out.notes.push(cliNote(name, s, Boolean(out.mayCompute), out.why));
       } else if (out.unit !== undefined) {
         const raw = s.scores === "dot" ? out.unit / root : out.unit * root;
         // never a degenerate scale, as the package's _run

@@ -140,7 +140,9 @@ class ScoreLaw:
 
     A law is given through a smooth, increasing change of variable
     :math:`s = \sigma(z)` in which its density has no endpoint singularity
-    (the identity on the real line; an angle for cosine scores).  Softmax
+    (the identity on the real line; an angle for cosine scores, in which
+    the density is smooth at the ends for integer :math:`d`; see
+    ``graded_ends`` for the others).  Softmax
     does not change when every score is shifted by one constant, so
     :math:`s` may be the score minus any fixed reference (cosine scores use
     :math:`s - 1`, which keeps the top of the support resolved in floating
