@@ -432,6 +432,45 @@ def test_rows_near_their_boundaries_agree_or_go_to_the_cli(calculator, near):
     assert set(package_rows) <= on_page, (near, set(package_rows) - on_page)
 
 
+def test_exact_match_just_inside_its_cut_holds_1e_3(calculator):
+    """Where the page still computes the exact match (magnify up to 1.5), it is within 1e-3 of the package.
+
+    The cut's headroom: settings with the target's magnification between
+    1.3 and 1.5 (L > n, the head's entropy at L a little below log n),
+    found from the package's own target.
+    """
+    settings = []
+    for n, length in ((1e3, 1e6), (65536.0, 1e9), (1e6, 1e9)):
+        alpha = np.linspace(0.5, 9.0, 300)
+        target = at.expected_entropy(alpha, length)
+        magnify = (np.log(length) - target) * np.log(n) / (np.log(length) * np.abs(np.log(n) - target))
+        picked = alpha[(magnify > 1.3) & (magnify < 1.5) & (target < np.log(n))][:6]
+        base = dict(d=128.0, n=n, trainLength=length, headEntropy=None)
+        settings += [{**base, "headScale": float(a)} for a in picked]
+    assert len(settings) >= 12
+    worst = 0.0
+    for setting in settings:
+        setting.update(scores="dot", causal=False)
+        page = calculator.evaluate(RECOMMEND, setting)
+        row = next(r for r in page["entries"] if r["criterion"] == "exact entropy match (gaussian)")
+        assert not row["cli"], setting
+        want = next(e.scale for e in _package(setting).entries if e.criterion == row["criterion"])
+        worst = max(worst, abs(row["scale"] / want - 1))
+    print(f"\nworst relative error just inside the cut: {worst:.1e} ({len(settings)} settings)")
+    assert worst <= INTERPOLATED
+
+
+def test_clear_cases_stay_on_the_page(calculator):
+    """A measured entropy far from the sqrt rule's boundaries: the page answers (a row, or the note)."""
+    for n, alpha, applies in ((256.0, 1.5, False), (65536.0, 2.0, True), (1024.0, 3.0, True)):
+        entropy = float(at.expected_entropy(alpha, 4096.0))
+        setting = dict(d=128.0, n=n, trainLength=4096.0, headScale=None, headEntropy=entropy, scores="dot")
+        page = calculator.evaluate(RECOMMEND, {**setting, "causal": False})
+        assert not [note for note in page["notes"] if TOO_CLOSE in note], (n, alpha, page["notes"])
+        shown = any(r["criterion"].startswith("sqrt rule") for r in page["entries"])
+        assert shown == applies, (n, alpha)
+
+
 @pytest.mark.parametrize(
     "field, value",
     [

@@ -289,13 +289,17 @@
     const gaussianOnly = "the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given";
     if (s.scores !== "dot") return { notes: [gaussianOnly] };
     const meanField = s.a * s.a + 2 * Math.log(s.n / s.L);
-    // alpha_L solved from a measured entropy carries the table's error (at
-    // most about 4e-4); near the rule's two boundaries (alpha_L^2 + 2 ln(n/L)
-    // near 0, alpha_L near freezing) that error decides the row, or is
-    // magnified alpha_L^2 / (alpha_L^2 + 2 ln(n/L)) times
-    const nearFreezing = Math.abs(s.a * s.a - 2 * Math.log(s.L)) < 2e-3 * s.a * s.a;
-    if (s.headEntropy !== null && (s.a * s.a > 2 * Math.abs(meanField) || nearFreezing)) {
-      return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
+    // alpha_L solved from a measured entropy carries the table's error, a
+    // relative eps (ALPHA_ERROR); alpha_L^2 then carries 2 eps alpha_L^2.
+    // That decides the row where the sign of alpha_L^2 + 2 ln(n/L) is in
+    // doubt, and the freezing note near alpha_L^2 = 2 ln L; and the row's
+    // relative error is eps alpha_L^2 / (alpha_L^2 + 2 ln(n/L)), kept below 7e-4
+    if (s.headEntropy !== null) {
+      const [a2, eps] = [s.a * s.a, ALPHA_ERROR];
+      const signInDoubt = Math.abs(meanField) < 4 * eps * a2;
+      const magnified = meanField > 0 && (eps * a2) / meanField > 7e-4;
+      const nearFreezing = meanField > 0 && Math.abs(a2 - 2 * Math.log(s.L)) < 6 * eps * a2;
+      if (signInDoubt || magnified || nearFreezing) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
     const none =
       "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, so no scale at n matches it";
@@ -334,9 +338,12 @@
     // magnify = (log L - target) log n / (log L |log n - target|).  Where
     // that is large (L > n, the head's entropy at L just below log n) the
     // error decides whether the row applies, or is magnified in the scale
+    // (magnify > 1 needs L > n: extrapolation is never sent away.)  The
+    // scale's error is about (magnify + 1) 6e-4 / |d logit / d log alpha|,
+    // with the slope 2 near a uniform row: below 1e-3 up to magnify 1.5
     const [logN, logL] = [Math.log(s.n), Math.log(s.L)];
     const magnify = ((logL - target) * logN) / (logL * Math.abs(logN - target));
-    if (s.headEntropy === null && magnify > 2) {
+    if (s.headEntropy === null && magnify > 1.5) {
       return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
     if (target >= Math.log(s.n)) {
@@ -359,6 +366,8 @@
     return scaled(alpha);
   }
 
+  // alpha_L from a measured entropy: the table's relative error bound (3.3e-4 measured, book/_ext/calculator_table.py)
+  const ALPHA_ERROR = 4e-4;
   const TOO_CLOSE = "too close to where the row changes for the page's table to hold 1e-3; the package may compute it";
 
   // One row: its name and source (text, or a function of the setting), when
