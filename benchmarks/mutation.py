@@ -180,6 +180,24 @@ MUTANTS = [
         "w_query, w_key = w_query * rows, w_key",
         "a smaller head keeps the keys' rows it does not have",
     ),
+    (
+        "exact.py",
+        "graded_ends=d < _ROUGH_BELOW and d != round(d),",
+        "graded_ends=False,",
+        "cosine law at non-integer d on equal end panels",
+    ),
+    (
+        "exact.py",
+        "rough_ends=d < _ROUGH_BELOW,",
+        "rough_ends=False,",
+        "cosine law below d = 10 on panels in s at its rough top",
+    ),
+    (
+        "exact.py",
+        "total = self._mass_above(np.array([lo]), clip=False)[0]",
+        "total = self._mass_above(np.array([lo]))[0]",
+        "normalization check on a total clipped to 1",
+    ),
 ]
 
 # Claim mutants: (chapter under book/, exact code snippet, replacement, the wrong claim).

@@ -115,6 +115,16 @@ def test_cosine_law_normalized_at_every_d():
         assert abs(total - 1.0) < 1e-9, (d, total)
 
 
+@pytest.mark.parametrize("excess", [2e-6, -2e-6])
+def test_a_law_that_does_not_integrate_to_one_is_refused(excess):
+    """The normalization check sees the whole mass: too much as well as too little (once clipped to 1)."""
+    with pytest.raises(ValueError, match="integrates to"):
+        at.ScoreLaw("uniform, off", lambda z: np.full(np.shape(z), np.log(0.5 * (1 + excess))), *_IDENTITY)
+
+
+_IDENTITY = (lambda z: z, lambda s: s, (-1.0, 1.0))
+
+
 @pytest.mark.parametrize("n", [2, 3, 100, 1e6, 1e9])
 def test_gradient_limit_against_mpmath(n):
     with mp.workdps(DPS):
