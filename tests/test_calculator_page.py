@@ -496,7 +496,10 @@ def test_bad_input_gives_a_message_not_a_number(calculator, field, value):
     setting = dict(d="128", n="4096", trainLength="512", headScale="", headEntropy="", scores="dot")
     setting[field] = value
     page = calculator.evaluate(RECOMMEND, setting)
-    assert set(page) == {"error"} and page["error"], page
+    assert set(page) == {"error", "field"} and page["error"], page
+    # the message points at the field it is about (the form's name for it)
+    names = {"d": "d", "n": "n", "trainLength": "train_length", "headScale": "head_scale"}
+    assert page["field"] == names.get(field, "head_entropy"), page
 
 
 def test_the_cli_command_in_a_note_runs(calculator):
@@ -524,7 +527,7 @@ def test_measured_entropy_cases_the_page_leaves_to_the_package(calculator):
         ({"trainLength": "2e9"}, "head_entropy needs train_length"),
     ):
         page = calculator.evaluate(RECOMMEND, {**base, **change})
-        assert set(page) == {"error"}, (change, page)
+        assert set(page) == {"error", "field"}, (change, page)
         args = dict(d=64, n=4096, train_length=None, head_entropy=5.0)
         if change.get("trainLength"):
             args["train_length"] = float(change["trainLength"])
@@ -730,12 +733,18 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.get_by_label("number of keys").press_sequentially("1")
     message = tab.locator("#attnscale-calculator .calc-message")
     assert "number of keys" in message.inner_text()
+    # the field is marked invalid and described by the message; the others are not
+    keys = tab.get_by_label("number of keys")
+    assert keys.get_attribute("aria-invalid") == "true"
+    assert keys.get_attribute("aria-describedby") == "calc-message"
+    assert tab.get_by_label("head dimension").get_attribute("aria-invalid") is None
     assert "calc-stale" in tab.locator("#attnscale-calculator .calc-output").get_attribute("class")
     text = form.inner_text()
     assert "NaN" not in text and "Infinity" not in text
     tab.get_by_label("number of keys").press("End")
     tab.keyboard.type("000")  # 1000
     assert message.inner_text() == ""
+    assert keys.get_attribute("aria-invalid") is None
     # screen readers: one polite status, set only once typing pauses (500 ms),
     # and no live region around the table or the message
     kinds = ("[aria-live]", "[role=alert]", "[role=status]")

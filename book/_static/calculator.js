@@ -460,26 +460,31 @@
     return alpha;
   }
 
-  // The whole table for one setting: {entries, notes} or {error}.
+  // The whole table for one setting: {entries, notes} or {error, field}
+  // (field: the form's name of the input the message is about).
   function recommend(input, table) {
-    let s;
+    let s, field;
+    // each check names its field first, so that a message can point at it
+    const read = (name, ...args) => ((field = name), number(...args));
     try {
       s = {
-        d: number(input.d, "head dimension d", 2, MAX_D),
-        n: number(input.n, "number of keys n", 2, MAX_KEYS),
-        L: number(input.trainLength, "training length L", 2, MAX_KEYS, true),
-        headScale: number(input.headScale, "measured scale alpha_L", 0, MAX_ALPHA, true),
-        headEntropy: number(input.headEntropy, "measured entropy H_L", 0, Math.log(MAX_KEYS), true),
+        d: read("d", input.d, "head dimension d", 2, MAX_D),
+        n: read("n", input.n, "number of keys n", 2, MAX_KEYS),
+        L: read("train_length", input.trainLength, "training length L", 2, MAX_KEYS, true),
+        headScale: read("head_scale", input.headScale, "measured scale alpha_L", 0, MAX_ALPHA, true),
+        headEntropy: read("head_entropy", input.headEntropy, "measured entropy H_L", 0, Math.log(MAX_KEYS), true),
         scores: input.scores === "cosine" ? "cosine" : "dot",
         causal: Boolean(input.causal),
       };
       if (s.headScale !== null && s.headEntropy !== null) {
         throw new Error("give the measured entropy H_L or the measured scale alpha_L, not both");
       }
+      field = "head_scale";
       if (s.headScale !== null && s.L === null) throw new Error("a measured alpha_L needs the training length L");
+      field = "head_entropy";
       if (s.headEntropy !== null) s.a = headFromEntropy(s, table);
     } catch (error) {
-      return { error: error.message };
+      return { error: error.message, field };
     }
     s.a ??= s.headScale ?? 1;
     const notes = [];
@@ -652,6 +657,16 @@
     // bad input: the last good table stays, dimmed, with the reason above it
     message.textContent = result.error || "";
     out.classList.toggle("calc-stale", Boolean(result.error));
+    // the field the message is about, for screen readers (WCAG 3.3.1)
+    for (const input of form.querySelectorAll("input")) {
+      if (input.name === result.field) {
+        input.setAttribute("aria-invalid", "true");
+        input.setAttribute("aria-describedby", message.id);
+      } else {
+        input.removeAttribute("aria-invalid");
+        input.removeAttribute("aria-describedby");
+      }
+    }
     if (result.error) return result.error;
     const rows = result.entries.map((e) =>
       el("tr", [
