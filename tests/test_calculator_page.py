@@ -462,13 +462,18 @@ def test_exact_match_just_inside_its_cut_holds_1e_3(calculator):
 
 def test_clear_cases_stay_on_the_page(calculator):
     """A measured entropy far from the sqrt rule's boundaries: the page answers (a row, or the note)."""
-    for n, alpha, applies in ((256.0, 1.5, False), (65536.0, 2.0, True), (1024.0, 3.0, True)):
+    for n, alpha in ((256.0, 1.5), (65536.0, 2.0), (1024.0, 3.0)):
         entropy = float(at.expected_entropy(alpha, 4096.0))
         setting = dict(d=128.0, n=n, trainLength=4096.0, headScale=None, headEntropy=entropy, scores="dot")
-        page = calculator.evaluate(RECOMMEND, {**setting, "causal": False})
+        setting["causal"] = False
+        page = calculator.evaluate(RECOMMEND, setting)
         assert not [note for note in page["notes"] if TOO_CLOSE in note], (n, alpha, page["notes"])
-        shown = any(r["criterion"].startswith("sqrt rule") for r in page["entries"])
-        assert shown == applies, (n, alpha)
+        # the row, or its "does not apply" note, as the package gives it
+        package = {e.criterion: e.scale for e in _package(setting).entries}
+        rows = {r["criterion"]: r["scale"] for r in page["entries"] if r["criterion"].startswith("sqrt rule")}
+        assert set(rows) == {k for k in package if k.startswith("sqrt rule")}, (n, alpha)
+        for name, scale in rows.items():
+            assert scale == pytest.approx(package[name], rel=INTERPOLATED), (n, alpha)
 
 
 @pytest.mark.parametrize(

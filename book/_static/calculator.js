@@ -6,8 +6,8 @@
  * book/_ext/calculator_table.py writes at build time: the causal Gaussian gradient row (cubic in log n), the
  * cosine gradient row (a bicubic spline), and the exact expected entropy of Gaussian scores (two bicubic
  * splines), from which the page solves the exact entropy match and a measured entropy's alpha_L.  What has no
- * table (the causal cosine gradient, the cosine exact match and a cosine head's entropy) says "see the CLI",
- * with the command.  tests/test_calculator_page.py compares every number with the package.  The form is in
+ * table (the causal cosine gradient, the cosine exact match and a cosine head's entropy), and a row whose answer
+ * the table's error would decide (near a boundary), says "see the CLI", with the command.  tests/test_calculator_page.py compares every number with the package.  The form is in
  * book/recipes.md (a raw HTML block); plot() and plotGradient() draw its figures.
  */
 (function () {
