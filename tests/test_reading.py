@@ -117,54 +117,6 @@ def test_figure_style_is_legible():
     assert plotting.FIGURE_FORMATS[0] == "svg" and "pdf" in plotting.FIGURE_FORMATS
 
 
-@pytest.mark.parametrize(
-    "value, formats",
-    [(None, ("svg", "pdf")), ("svg", ("svg",)), ("pdf", ("pdf",)), (" SVG , pdf ", ("svg", "pdf"))],
-)
-def test_figure_formats_follow_the_builds_variable(monkeypatch, value, formats):
-    """The build narrows the inline formats to its builder's; a reader's session keeps both."""
-    from attnscale import plotting
-
-    if value is None:
-        monkeypatch.delenv(plotting.FORMATS_VARIABLE, raising=False)
-    else:
-        monkeypatch.setenv(plotting.FORMATS_VARIABLE, value)
-    assert plotting.figure_formats() == formats
-
-
-@pytest.mark.parametrize("value", ["", " , ", "png", "svg,jpeg"])
-def test_figure_formats_refuse_a_bad_variable(monkeypatch, value):
-    from attnscale import plotting
-
-    monkeypatch.setenv(plotting.FORMATS_VARIABLE, value)
-    with pytest.raises(ValueError, match=plotting.FORMATS_VARIABLE):
-        plotting.figure_formats()
-
-
-@pytest.mark.parametrize("builder, expected", [("html", "svg"), ("latex", "pdf"), ("linkcheck", None)])
-def test_the_build_sets_its_builders_figure_format(monkeypatch, builder, expected):
-    """book/_ext/figure_formats.py: SVG for the HTML pages, PDF for LaTeX, nothing for other builders."""
-    import sys
-    from types import SimpleNamespace
-
-    from attnscale import plotting
-
-    monkeypatch.syspath_prepend(str(ROOT / "book" / "_ext"))
-    sys.modules.pop("figure_formats", None)
-    import figure_formats
-
-    assert figure_formats.VARIABLE == plotting.FORMATS_VARIABLE
-    # set then unset: monkeypatch restores the variable's state before the test
-    # afterwards, though the extension sets it behind monkeypatch's back
-    monkeypatch.setenv(plotting.FORMATS_VARIABLE, "unset")
-    monkeypatch.delenv(plotting.FORMATS_VARIABLE)
-    figure_formats._set_formats(SimpleNamespace(builder=SimpleNamespace(name=builder)))
-    import os
-
-    assert os.environ.get(plotting.FORMATS_VARIABLE) == expected
-    if expected is not None:
-        assert plotting.figure_formats() == (expected,)
-
 
 def test_answers_table_has_no_typed_numbers():
     """Every cell of the landing page's answers table is glued from attnscale.answers, none typed."""

@@ -16,12 +16,9 @@ __all__ = ["use_book_style"]
 
 #: Formats every inline figure is rendered in (by priority: MyST-NB's HTML
 #: builder takes SVG, its LaTeX builder PDF; plain Jupyter shows the SVG).
+#: The HTML build renders both: the PDF build that follows it reuses its
+#: executed chapters rather than running them again.
 FIGURE_FORMATS = ("svg", "pdf")
-
-#: Environment variable naming the formats to render instead, comma-separated
-#: (the book's build sets it to the one its builder takes:
-#: ``book/_ext/figure_formats.py``).
-FORMATS_VARIABLE = "ATTNSCALE_FIGURE_FORMATS"
 
 BOOK_STYLE = {
     "figure.dpi": 100,
@@ -54,9 +51,7 @@ def use_book_style() -> None:
     running inside IPython/Jupyter, inline figures rendered as SVG and PDF
     instead of PNG (``matplotlib_inline.backend_inline.set_matplotlib_formats``).
     Outside IPython only the style is applied.  Imports matplotlib lazily, so
-    that the numerical package does not depend on it.  The environment
-    variable ``ATTNSCALE_FIGURE_FORMATS`` (e.g. ``svg``) narrows the formats
-    (:func:`figure_formats`); the book's build sets it.
+    that the numerical package does not depend on it.
     """
     import matplotlib as mpl
 
@@ -72,26 +67,4 @@ def use_book_style() -> None:
     # No tight bounding box (the inline backend's default): constrained layout
     # already keeps every artist inside the figure, and a tight box draws
     # each figure twice, a third of its rendering time.
-    set_matplotlib_formats(*figure_formats(), bbox_inches=None)
-
-
-def figure_formats() -> tuple[str, ...]:
-    """The inline figure formats: ``ATTNSCALE_FIGURE_FORMATS`` if set, else :data:`FIGURE_FORMATS`.
-
-    Raises
-    ------
-    ValueError
-        If the variable names no format, or one other than ``svg`` and ``pdf``.
-    """
-    import os
-
-    value = os.environ.get(FORMATS_VARIABLE)
-    if value is None:
-        return FIGURE_FORMATS
-    chosen = tuple(part.strip().lower() for part in value.split(",") if part.strip())
-    unknown = [name for name in chosen if name not in FIGURE_FORMATS]
-    if not chosen or unknown:
-        raise ValueError(
-            f"{FORMATS_VARIABLE} must name formats from {FIGURE_FORMATS}, comma-separated, got {value!r}"
-        )
-    return chosen
+    set_matplotlib_formats(*FIGURE_FORMATS, bbox_inches=None)
