@@ -117,7 +117,6 @@ def test_figure_style_is_legible():
     assert plotting.FIGURE_FORMATS[0] == "svg" and "pdf" in plotting.FIGURE_FORMATS
 
 
-
 def test_answers_table_has_no_typed_numbers():
     """Every cell of the landing page's answers table is glued from attnscale.answers, none typed."""
     source = (ROOT / "book" / "intro.md").read_text()
