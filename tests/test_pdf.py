@@ -329,7 +329,7 @@ def test_no_code_input_in_the_pdf(pdf_text):
 
 
 def test_figures_are_vector_graphics(built_pdf):
-    """No bitmap in the PDF: every figure is included as the notebook's PDF rendering."""
+    """No bitmap in the PDF: every figure is included as a vector PDF, converted from its SVG."""
     _, pdf, _ = built_pdf
     listing = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True, check=True)
     bitmaps = listing.stdout.splitlines()[2:]

@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 from bookbuild import ROOT, toc_files
 
 pytestmark = pytest.mark.book
@@ -109,12 +110,19 @@ def test_figures_are_vector_with_alt_text(built_book, page):
 
 
 def test_figure_style_is_legible():
-    """Text in figures is at least 9 pt and figures are vector in both routes."""
+    """Text in figures is at least 9 pt and figures are vector in both routes.
+
+    The chapters render SVG; the PDF build converts it (tests/test_pdf.py
+    checks that no bitmap reaches the PDF).
+    """
     from attnscale import plotting
 
     sizes = [v for k, v in plotting.BOOK_STYLE.items() if k.endswith(("size", "fontsize"))]
     assert sizes and min(sizes) >= 9
-    assert plotting.FIGURE_FORMATS[0] == "svg" and "pdf" in plotting.FIGURE_FORMATS
+    assert plotting.FIGURE_FORMATS == ("svg",)
+    sphinx = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]
+    assert "sphinxcontrib.cairosvgconverter" in sphinx["extra_extensions"]
+    assert ["latex", "image/svg+xml", 15] in sphinx["config"]["nb_mime_priority_overrides"]
 
 
 def test_answers_table_has_no_typed_numbers():

@@ -3,9 +3,9 @@
 Figures are drawn on an opaque white background, so they stay readable
 when the book is switched to its dark theme.  In a notebook they are shown
 as vector graphics: every figure carries an SVG (what the HTML book and
-Jupyter display, sharp at any zoom) and a PDF (what the LaTeX/PDF build
-picks, since LaTeX cannot include SVG), so no figure is a low-resolution
-bitmap.  Text sizes are in points of the figure as drawn: at the book's
+Jupyter display, sharp at any zoom), which the PDF build converts to a
+vector PDF for LaTeX (``sphinxcontrib.cairosvgconverter``), so no figure is
+a low-resolution bitmap.  Text sizes are in points of the figure as drawn: at the book's
 figure widths (6.4 in for one panel, at most 10.5 in for two side by side)
 a 9-point label is at least 9 CSS pixels on a 1400-pixel screen.
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 __all__ = ["use_book_style"]
 
-#: Formats every inline figure is rendered in (by priority: MyST-NB's HTML
-#: builder takes SVG, its LaTeX builder PDF; plain Jupyter shows the SVG).
-#: The HTML build renders both: the PDF build that follows it reuses its
-#: executed chapters rather than running them again.
-FIGURE_FORMATS = ("svg", "pdf")
+#: Formats every inline figure is rendered in.  SVG only: the HTML book and
+#: Jupyter show it, and the PDF build (which reuses the HTML build's executed
+#: chapters) converts it to PDF at the LaTeX stage (_config.yml).  Rendering a
+#: PDF beside it in every chapter cost about as much as the SVG itself.
+FIGURE_FORMATS = ("svg",)
 
 BOOK_STYLE = {
     "figure.dpi": 100,
@@ -45,10 +45,10 @@ BOOK_STYLE = {
 
 
 def use_book_style() -> None:
-    """Apply the book's matplotlib style and show figures as SVG (+ PDF).
+    """Apply the book's matplotlib style and show figures as SVG.
 
     White background, light grid, text of at least 9.5 points, and, when
-    running inside IPython/Jupyter, inline figures rendered as SVG and PDF
+    running inside IPython/Jupyter, inline figures rendered as SVG
     instead of PNG (``matplotlib_inline.backend_inline.set_matplotlib_formats``).
     Outside IPython only the style is applied.  Imports matplotlib lazily, so
     that the numerical package does not depend on it.
