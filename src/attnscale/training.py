@@ -572,6 +572,14 @@ def train_attention(
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
 
+    # The models run with the SGD ones first, so that each optimizer updates
+    # one contiguous block (views, and Adam's arithmetic only on its own
+    # models); the result is put back in the caller's order at the end.  Every
+    # model's arithmetic is its own, so the numbers do not depend on the order.
+    order = np.argsort(~uses_sgd, kind="stable")
+    multipliers, dims, learning_rate = multipliers[order], dims[order], learning_rate[order]
+    learns, n_sgd = learns[order], int(uses_sgd.sum())
+    sgd, adam = slice(0, n_sgd), slice(n_sgd, None)
     rng = np.random.default_rng(seed)
     n_scales = multipliers.size
     scales = multipliers / np.sqrt(dims)
@@ -582,8 +590,8 @@ def train_attention(
         w_query, w_key = w_query * rows, w_key * rows
     gain = np.ones((replicas, n_scales))
     params = [w_query, w_key, gain]
-    first = [np.zeros_like(x) for x in params]
-    second = [np.zeros_like(x) for x in params]
+    first = [np.zeros_like(x[:, adam]) for x in params]  # Adam's moments, its models only
+    second = [np.zeros_like(x[:, adam]) for x in params]
     losses = np.empty((replicas, n_scales, steps))
     beta1, beta2, eps = 0.9, 0.999, 1e-8
     for step in range(steps):
@@ -606,28 +614,30 @@ def train_attention(
         for k in range(3):
             per_model = (1, n_scales) + (1,) * (grads[k].ndim - 2)
             step_size = learning_rate.reshape(per_model)
-            update = step_size * grads[k]  # SGD
-            if not uses_sgd.all():  # Adam for the others (in place: the same operations)
+            if n_sgd:  # SGD
+                params[k][:, sgd] -= step_size[:, sgd] * grads[k][:, sgd]
+            if n_sgd < n_scales:  # Adam (in place: the same operations)
+                g = grads[k][:, adam]
                 first[k] *= beta1
-                first[k] += (1 - beta1) * grads[k]
+                first[k] += (1 - beta1) * g
                 second[k] *= beta2
-                grads[k] *= grads[k]
-                grads[k] *= 1 - beta2
-                second[k] += grads[k]
+                g *= g
+                g *= 1 - beta2
+                second[k] += g
                 m_hat = first[k] / (1 - beta1 ** (step + 1))
                 denominator = second[k] / (1 - beta2 ** (step + 1))
                 np.sqrt(denominator, out=denominator)
                 denominator += eps
-                m_hat *= step_size
+                m_hat *= step_size[:, adam]
                 m_hat /= denominator
-                update = np.where(uses_sgd.reshape(per_model), update, m_hat)
-            params[k] -= update
+                params[k][:, adam] -= m_hat
+    caller = np.argsort(order)  # back to the caller's order of the models
     return TrainingResult(
-        scales=scales,
-        losses=losses,
-        w_query=params[0],
-        w_key=params[1],
-        gain=params[2],
+        scales=scales[caller],
+        losses=losses[:, caller],
+        w_query=params[0][:, caller],
+        w_key=params[1][:, caller],
+        gain=params[2][:, caller],
         train_length=n,
         loss=loss,
         length_rule=length_rule,
