@@ -11,6 +11,12 @@ few hundred random settings across the documented domain in one
 * the causal Gaussian gradient row and the cosine gradient row,
   interpolated from the build's table (``book/_ext/calculator_table.py``),
   to ``INTERPOLATED`` relative;
+* for cosine scores, the exact entropy match and alpha_L from a measured
+  entropy (with the rows that scale with it), which the page computes by
+  quadrature of the exact expectations, to ``QUADRATURE`` relative; the
+  quadrature itself (E[H], the expected gradient and its limit of figure
+  (b)) and its solver are compared on their own, over d from 2 to 1e6 and
+  n up to 1e9, and the time the page takes is printed;
 * the same rows, in the same order, with the same names and sources; the
   rows the page cannot compute say "see the CLI" and give no number; the
   notes are the package's, word for word, except the causal note (its
@@ -20,7 +26,8 @@ few hundred random settings across the documented domain in one
 * bad input gives an inline message, never a number.
 
 One more test builds a probe book (the calculator's section of
-``book/recipes.md`` only, no code cells) and types into the real form.
+``book/recipes.md`` only, no code cells) and types into the real form,
+timing an update and figure (b) for cosine scores.
 """
 
 from __future__ import annotations
@@ -55,6 +62,18 @@ INTERPOLATED = 1e-3
 #: n_ref is compared with the package's to this, and the note's number,
 #: printed to 4 digits as the CLI prints it, may differ in its last digits.
 N_REF = 1e-2
+#: The rows the page computes by quadrature for cosine scores (the exact
+#: match, and alpha_L from a measured entropy with the rows that scale with
+#: it): the same integrals on the same panels as the package, so they agree
+#: far better than the table's rows; measured at most 1.2e-7 relative over
+#: 627 rows (the root moves with the quadrature's noise, about 1e-8 on E[H]).
+QUADRATURE = 1e-6
+#: Below a scale of 1e-3 (a nearly uniform head) the page solves the
+#: expansion log n - E[H] = alpha^2 (n - 1)/(2n), whose relative error is of
+#: order alpha^2, and the package its quadrature, which there loses digits
+#: (about 1e-6 at 1e-3 and 1e-5 at 1e-4 against the expansion): measured
+#: 1.9e-6 apart at 3e-4.
+NEAR_UNIFORM = 5e-6
 SETTINGS = 400
 #: The page's pure functions, called on settings passed in from Python.
 RECOMMEND = "(s) => AttnScaleCalculator.recommend(s, window.ATTNSCALE_CALCULATOR_TABLE)"
@@ -117,10 +136,16 @@ def _settings(count: int) -> list[dict]:
             elif k % 6 == 2:
                 # within the exact expectation's range, a measured entropy as a
                 # reader would type it (twelve digits), from a nearly uniform
-                # head to a frozen one (dot products only: for cosines the page
-                # asks for alpha_L, tested on its own)
+                # head to a frozen one
                 setting["n"], setting["trainLength"] = log_uniform(2.0, 1e9), log_uniform(2.0, 1e9)
                 entropy = at.expected_entropy(log_uniform(1e-3, 1e2), setting["trainLength"])
+                setting["headEntropy"] = float(f"{entropy:.12g}")
+            elif k % 6 == 3:
+                # the same for cosine scores, up to the exact expectation's cap
+                setting["n"], setting["trainLength"] = log_uniform(2.0, 1e9), log_uniform(2.0, 1e9)
+                root = math.sqrt(setting["d"])
+                alpha = log_uniform(1e-2, min(1e2, 1e4 / root)) * root
+                entropy = at.expected_entropy(alpha, setting["trainLength"], scores="cosine", d=setting["d"])
                 setting["headEntropy"] = float(f"{entropy:.12g}")
         # half-integers: the page must round n as Python does (to even)
         if k % 11 == 0:
@@ -142,8 +167,10 @@ def _package(setting):
 
 
 CAUSAL_NOTE = "causal: the best fixed scale"
-#: The page's reason for sending a row near its boundary to the CLI.
+#: The page's reason for sending a row near its boundary to the CLI (its
+#: table's error for Gaussian scores, its quadrature's for cosines).
 TOO_CLOSE = "too close to where the row changes for the page's table to hold 1e-3"
+TOO_CLOSE_COSINE = "too close to where the row changes for the page's quadrature to hold 1e-3"
 
 
 def _is_page_note(note: str) -> bool:
@@ -184,6 +211,7 @@ INTERPOLATED_NOTES = (
     "head measured: entropy",
     "exact entropy match does not apply",
     "exact entropy match (gaussian): not computed, no scale up to",
+    "exact entropy match (cosine): not computed, no scale up to",
 )
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]\d+)?")
 
@@ -206,16 +234,26 @@ def _same_note(page: str, package: str) -> bool:
 HEADLESS_ROWS = ("standard", "gradient", "entropy-invariant log_512", "QK-norm")
 
 
-def _is_interpolated(row: dict, setting: dict) -> bool:
-    if row["criterion"].startswith(("gradient, causal", "gradient (cosine", "exact entropy match")):
-        return True
-    return setting["headEntropy"] is not None and not row["criterion"].startswith(HEADLESS_ROWS)
+def _kind(row: dict, setting: dict) -> str:
+    """How the page computes a row: "closed" (form), "interpolated" (the table) or "quadrature"."""
+    cosine = setting["scores"] == "cosine"
+    if row["criterion"].startswith("exact entropy match"):
+        return "quadrature" if cosine else "interpolated"
+    if row["criterion"].startswith(("gradient, causal", "gradient (cosine")):
+        return "interpolated"
+    if setting["headEntropy"] is not None and not row["criterion"].startswith(HEADLESS_ROWS):
+        return "quadrature" if cosine else "interpolated"
+    return "closed"
+
+
+TOLERANCE = {"closed": CLOSED, "interpolated": INTERPOLATED, "quadrature": QUADRATURE}
 
 
 def test_page_agrees_with_the_package(calculator):
     settings = _settings(SETTINGS)
     pages = calculator.evaluate(RECOMMEND_ALL, settings)
-    worst = {"closed": 0.0, "interpolated": 0.0}
+    worst = {"closed": 0.0, "interpolated": 0.0, "quadrature": 0.0}
+    counted = {"closed": 0, "interpolated": 0, "quadrature": 0}
     sent_near_boundary = computed = 0
     for setting, page in zip(settings, pages, strict=True):
         rec = _package(setting)
@@ -234,22 +272,21 @@ def test_page_agrees_with_the_package(calculator):
                 continue
             assert expected is not None, (setting, row)
             assert row["source"] == expected.source
-            interpolated = _is_interpolated(row, setting)
-            tolerance = INTERPOLATED if interpolated else CLOSED
+            kind = _kind(row, setting)
+            counted[kind] += 1
             for key, value in (("scale", expected.scale), ("unit", expected.unit_scale)):
                 error = abs(row[key] / value - 1.0)
-                assert error <= tolerance, (setting, row, value)
-                kind = "interpolated" if interpolated else "closed"
+                assert error <= TOLERANCE[kind], (setting, row, value)
                 worst[kind] = max(worst[kind], error)
         # the package's notes, word for word, save those only its solvers can know
         cli_rows = [row["criterion"] for row in page["entries"] if row["cli"]]
         exact_to_cli = any(name.startswith("exact entropy match") for name in cli_rows)
-        # the page solves the exact match for dot products itself, save where
-        # its table's error would decide the row (test_rows_near_their_boundaries)
-        too_close = [note for note in page["notes"] if TOO_CLOSE in note]
-        assert not (exact_to_cli and setting["scores"] == "dot" and not too_close), setting
+        # the page solves the exact match itself, save where its table's or
+        # its quadrature's error would decide the row (test_rows_near_their_boundaries)
+        too_close = [note for note in page["notes"] if TOO_CLOSE in note or TOO_CLOSE_COSINE in note]
+        assert not (exact_to_cli and not too_close), setting
         sqrt_to_cli = any(name.startswith("sqrt rule") for name in cli_rows)
-        if setting["scores"] == "dot" and setting["trainLength"] is not None:
+        if setting["trainLength"] is not None:
             computed += 1
             sent_near_boundary += bool(too_close)
         assert not sqrt_to_cli or (too_close and setting["headEntropy"] is not None), setting
@@ -285,10 +322,12 @@ def test_page_agrees_with_the_package(calculator):
             assert n_ref == pytest.approx(want_ref, rel=N_REF), (setting, n_ref, want_ref)
             # its share in % to one decimal: the table's 1e-3 and two roundings
             assert abs(share - want_share) <= 0.2, (setting, share, want_share)
-    print(f"\nworst relative error: closed {worst['closed']:.1e}, interpolated {worst['interpolated']:.1e}")
+    summary = ", ".join(f"{kind} {worst[kind]:.1e} ({counted[kind]})" for kind in worst)
+    print(f"\nworst relative error (rows compared): {summary}")
     # a page that sent every row to the CLI would pass the rest: near a
     # boundary is rare among random settings
-    print(f"sent to the CLI near a boundary: {sent_near_boundary} of {computed} dot-product settings with L")
+    print(f"sent to the CLI near a boundary: {sent_near_boundary} of {computed} settings with L")
+    assert counted["quadrature"] >= 50
     assert sent_near_boundary <= 0.05 * computed
 
 
@@ -398,6 +437,190 @@ def test_entropy_table_matches_the_package(calculator):
     assert all(page[k][1] is None for k in range(900, 1000, 2))
     meanfield = at.gaussian_meanfield_entropy(alpha, n)
     assert np.mean(np.abs(meanfield / want - 1) > INTERPOLATED) > 0.5
+
+
+COSINE_EXPECTATIONS = (
+    "(ps) => ps.map(([a, n, d]) => [AttnScaleCalculator.cosineExpectation(a, n, d, 'entropy'),"
+    " AttnScaleCalculator.cosineExpectation(a, n, d, 'gradient', true)])"
+)
+COSINE_LIMITS = "(ps) => ps.map(([n, d]) => AttnScaleCalculator.cosineGradientLimit(n, d))"
+#: The page's quadrature of the cosine expectations against the package's:
+#: E[H] on the package's own panels, measured within 2.3e-9 relative (its
+#: logit, which keeps the digits near a uniform row, within 2e-5 at the
+#: smallest scales); the gradient on coarser outer panels (figure (b)),
+#: within 2e-8; the limit within 1e-11.  Tolerances with a margin.
+COSINE_ENTROPY, COSINE_LOGIT, COSINE_GRADIENT, COSINE_LIMIT = 2e-8, 2e-4, 2e-7, 1e-9
+#: The dimensions every cosine check includes: d = 2 (the density of a cosine
+#: infinite at +-1), non-integer d below 10 (rough ends, graded panels),
+#: integer small d, d = 10 and above (smooth ends), large d.
+COSINE_DIMENSIONS = [2.0, 2.5, 3.0, 4.0, 5.5, 9.5, 10.0, 10.5, 1024.0, 1e5, 1e6]
+
+
+def _cosine_points(seed: int, count: int):
+    """Random (alpha on the cosine, n, d) over the page's domain, the listed d and n = 2, 1e9 included."""
+    rng = np.random.default_rng(seed)
+    d = np.exp(rng.uniform(math.log(2), math.log(1e6), count))
+    d[::2] = np.resize(COSINE_DIMENSIONS, d[::2].size)
+    n = np.exp(rng.uniform(math.log(2), math.log(1e9), count))
+    n[::7], n[1::7] = 2.0, 1e9
+    # the unit-score scale from 1e-2 to the cap (1e4 on the cosine)
+    top = np.log(1e4 / np.sqrt(d))
+    unit = np.exp(math.log(1e-2) + rng.uniform(0, 1, count) * (top - math.log(1e-2)))
+    return np.minimum(unit * np.sqrt(d), 1e4), n, d
+
+
+def test_cosine_expectations_match_the_package(calculator):
+    """The quadrature behind the cosine rows and figure (b): E[H], E[alpha (1 - sum p^2)] and the limit.
+
+    240 random (alpha, n, d) over the page's domain (``_cosine_points``),
+    against ``attnscale.expected_entropy``, ``expected_gradient`` and
+    ``gradient_limit`` with ``scores="cosine"``.  The wrong law it rules
+    out: Gaussian scores at the same unit-score scale are off by more than
+    the tolerance at most of these points.
+    """
+    alpha, n, d = _cosine_points(15, 240)
+    points = [[float(a), float(m), float(k)] for a, m, k in zip(alpha, n, d, strict=True)]
+    page = np.array(calculator.evaluate(COSINE_EXPECTATIONS, points))
+    entropy = np.array([at.expected_entropy(a, m, scores="cosine", d=k) for a, m, k in points])
+    gradient = np.array([at.expected_gradient(a, m, scores="cosine", d=k) for a, m, k in points])
+    worst_h = float(np.max(np.abs(page[:, 0] / entropy - 1)))
+    logit = lambda h: np.log(h / (np.log(n) - h))  # noqa: E731
+    worst_logit = float(np.max(np.abs(logit(page[:, 0]) - logit(entropy))))
+    worst_g = float(np.max(np.abs(page[:, 1] / gradient - 1)))
+    # the limit: every listed d (d = 2: infinite, as the package says) at a
+    # few n; at n = 2 against its closed form 2 B(1/2, d - 2) / B(1/2, (d - 1)/2)^2
+    # (2 int f^2 for the density f(c) = (1 - c^2)^((d-3)/2) / B(1/2, (d-1)/2)):
+    # the package's quadrature misses it by 5.3e-5 at d = 2.5, the page's by 1e-14
+    from scipy.special import beta
+
+    pairs = [[m, k] for k in COSINE_DIMENSIONS for m in (2.0, 1000.0, 1e9)]
+    limits = np.array(calculator.evaluate(COSINE_LIMITS, pairs), dtype=float)
+    want = np.array(
+        [
+            2 * beta(0.5, k - 2) / beta(0.5, (k - 1) / 2) ** 2
+            if m == 2 and k > 2
+            else at.gradient_limit(m, scores="cosine", d=k)
+            for m, k in pairs
+        ]
+    )
+    finite = np.isfinite(want)
+    assert (np.isfinite(limits) == finite).all() and not finite[:3].any()
+    worst_limit = float(np.max(np.abs(limits[finite] / want[finite] - 1)))
+    print(
+        f"\nworst relative error, cosine: E[H] {worst_h:.1e} (its logit {worst_logit:.1e}), "
+        f"gradient {worst_g:.1e}, limit {worst_limit:.1e}"
+    )
+    assert worst_h <= COSINE_ENTROPY and worst_logit <= COSINE_LOGIT
+    assert worst_g <= COSINE_GRADIENT and worst_limit <= COSINE_LIMIT
+    unit = alpha / np.sqrt(d)
+    gaussian = at.expected_entropy(np.minimum(unit, 1e3), n)
+    assert np.mean(np.abs(gaussian / entropy - 1) > COSINE_ENTROPY) > 0.5
+
+
+COSINE_SOLVE = "(ps) => ps.map(([h, n, d]) => AttnScaleCalculator.solveCosineEntropy(h, n, d, null))"
+
+
+def test_cosine_solve_matches_the_package(calculator):
+    """The scale with a given cosine entropy (attnscale.recipes._solve_entropy), and where none reaches it.
+
+    40 targets the package computes at random (alpha, n, d), typed to twelve
+    digits, from a nearly uniform head (the page's expansion below 1e-3) to
+    the cap; and 12 targets just above and below the entropy at the cap
+    (1e-5 relative), which the page must find reachable or not as the
+    package does.
+    """
+    from attnscale import recipes
+
+    alpha, n, d = _cosine_points(16, 40)
+    alpha[:6] = np.array([3e-4, 6e-4, 9e-4, 1.5e-3, 3e-3, 1e-2]) * np.sqrt(d[:6])  # the expansion's edge
+    entropies = [at.expected_entropy(a, m, scores="cosine", d=k) for a, m, k in zip(alpha, n, d, strict=True)]
+    typed = [float(f"{h:.12g}") for h in entropies]
+    cases = [[h, float(m), float(k)] for h, m, k in zip(typed, n, d, strict=True)]
+    page = calculator.evaluate(COSINE_SOLVE, cases)
+    worst = {True: 0.0, False: 0.0}
+    for (h, m, k), got in zip(cases, page, strict=True):
+        want = recipes._solve_entropy(h, m, "cosine", k)
+        assert "alpha" in got, (h, m, k, got)
+        near = want / math.sqrt(k) < 1e-3  # the expansion's side (NEAR_UNIFORM)
+        error = abs(got["alpha"] / want - 1)
+        assert error <= (NEAR_UNIFORM if near else QUADRATURE), (h, m, k, got, want)
+        worst[near] = max(worst[near], error)
+    print(
+        f"\nworst relative error of the cosine solve: {worst[False]:.1e}, "
+        f"{worst[True]:.1e} below 1e-3 ({len(cases)} targets)"
+    )
+    # the cap: the entropy there, a hair above (reachable) and below (not)
+    edge = []
+    for k in (2.0, 2.5, 3.0, 10.5, 1024.0, 1e6):
+        m = 4096.0
+        h = at.expected_entropy(1e4, m, scores="cosine", d=k)
+        edge += [[h * (1 + 1e-5), m, k], [h * (1 - 1e-5), m, k]]
+    page = calculator.evaluate(COSINE_SOLVE, edge)
+    for (h, m, k), got in zip(edge, page, strict=True):
+        try:
+            recipes._solve_entropy(h, m, "cosine", k)
+            reachable = True
+        except recipes._OutOfReach:
+            reachable = False
+        assert ("alpha" in got) == reachable and ("none" in got) == (not reachable), (h, m, k, got)
+
+
+def test_cosine_rows_across_the_domain(calculator):
+    """The cosine exact match and a cosine head's measured entropy, on the form's own path (recommend).
+
+    48 settings with n and L up to 1e9 and the listed dimensions: half
+    with a measured alpha_L, half with a measured entropy H_L (the package's
+    own, typed to twelve digits).  Every row the package gives is on the
+    page (or sent to the CLI as too close to call), to ``QUADRATURE`` where
+    the page solves by quadrature; alpha_L's note carries the package's
+    number.  Also times each call (the page computes these as the reader types).
+    """
+    rng = np.random.default_rng(17)
+    alpha, n, d = _cosine_points(18, 48)
+    lengths = np.exp(rng.uniform(math.log(2), math.log(1e9), 48))
+    lengths[::9] = 1e9
+    worst, times, solved = 0.0, [], 0
+    for k in range(48):
+        setting = dict(d=float(d[k]), n=float(n[k]), trainLength=float(lengths[k]), scores="cosine")
+        setting.update(causal=False, headScale=None, headEntropy=None)
+        unit = min(float(alpha[k] / np.sqrt(d[k])), 100.0)
+        if k % 2:
+            setting["headScale"] = unit
+        else:
+            h = at.expected_entropy(unit * np.sqrt(d[k]), lengths[k], scores="cosine", d=d[k])
+            setting["headEntropy"] = float(f"{h:.12g}")
+        timed = calculator.evaluate(
+            "(s) => { const t0 = performance.now(); const r = "
+            "AttnScaleCalculator.recommend(s, window.ATTNSCALE_CALCULATOR_TABLE); "
+            "return [r, performance.now() - t0]; }",
+            setting,
+        )
+        page, ms = timed
+        times.append(ms)
+        rec = _package(setting)
+        assert "error" not in page, (setting, page)
+        rows = {e.criterion: e for e in rec.entries}
+        for row in page["entries"]:
+            if row["cli"]:
+                assert row["criterion"].startswith("exact entropy match"), (setting, row)
+                assert any(TOO_CLOSE_COSINE in note for note in page["notes"]), (setting, page["notes"])
+                continue
+            want = rows[row["criterion"]]
+            tolerance = TOLERANCE[_kind(row, setting)]
+            error = abs(row["scale"] / want.scale - 1)
+            assert error <= tolerance, (setting, row, want)
+            if _kind(row, setting) == "quadrature":
+                worst = max(worst, error)
+                solved += 1
+        assert [r["criterion"] for r in page["entries"] if r["criterion"] in rows] == list(rows), setting
+        if setting["headEntropy"] is not None:
+            note = next(note for note in page["notes"] if note.startswith("head measured"))
+            assert note in rec.notes, (note, rec.notes)
+    print(
+        f"\nworst relative error of the quadrature rows: {worst:.1e} ({solved} rows); "
+        f"recommend() took {np.median(times):.0f} ms median, {max(times):.0f} ms at most"
+    )
+    assert solved >= 60
 
 
 #: Settings next to where a row changes, found by the referee: the exact
@@ -512,8 +735,7 @@ def test_the_cli_command_in_a_note_runs(calculator):
     setting = dict(d="64", n="123456789", trainLength="4096", headScale="2.5", scores="cosine", causal=True)
     page = calculator.evaluate(RECOMMEND, setting)
     commands = [note.split("see the CLI: ")[1] for note in page["notes"] if "see the CLI: " in note]
-    assert len(commands) == 2  # the causal cosine gradient and the exact match
-    assert commands[0] == commands[1]
+    assert len(commands) == 1  # the causal cosine gradient (the page computes the exact match)
     argv = commands[0].split()
     assert argv[:3] == ["python", "-m", "attnscale"]
     done = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, timeout=120)
@@ -521,10 +743,13 @@ def test_the_cli_command_in_a_note_runs(calculator):
     assert "--n 123456789 " in commands[0] and "n = 1.23457e+08" in done.stdout
     assert "gradient (cosine mean field), causal" in done.stdout
     assert "alpha_L = 2.5 at L = 4096" in done.stdout
+    exact = next(row for row in page["entries"] if row["criterion"] == "exact entropy match (cosine)")
+    printed = next(line for line in done.stdout.splitlines() if "exact entropy match (cosine)" in line)
+    assert printed.split()[4] == format(exact["scale"], ".4g"), (printed, exact)
 
 
 def test_measured_entropy_cases_the_page_leaves_to_the_package(calculator):
-    """Both measurements, no L, L past the exact range, cosines: a message (as the package, for three)."""
+    """Both measurements, no L, L past the exact range: a message, as the package gives."""
     base = dict(d="64", n="4096", trainLength="512", headScale="", headEntropy="5", scores="dot")
     for change, package_error in (
         ({"headScale": "2"}, "not both"),
@@ -540,14 +765,6 @@ def test_measured_entropy_cases_the_page_leaves_to_the_package(calculator):
             args.update(train_length=512, head_scale=2.0)
         with pytest.raises(ValueError, match=package_error):
             at.recommend_scale(**args)
-    # cosines: the page has no exact entropy table, so it sends the reader to
-    # the command line, whose command prints the package's alpha_L
-    page = calculator.evaluate(RECOMMEND, {**base, "scores": "cosine"})
-    command = page["error"].split("see the CLI: ")[1]
-    done = subprocess.run([sys.executable, *command.split()[1:]], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    alpha = at.head_scale_from_entropy(5.0, 512, "cosine", 64)
-    assert f"alpha_L = {alpha:.4g} for cosine scores" in done.stdout
 
 
 def test_measured_scale_needs_a_training_length(calculator):
@@ -629,6 +846,22 @@ async ([id, values]) => {
   const atOnce = status.textContent;
   await new Promise((done) => setTimeout(done, 800));
   return { "at once": atOnce, paused: status.textContent };
+}
+"""
+
+
+#: Types a value into a field (one input event, as a keystroke), times the
+#: table's update (synchronous) and the wait until figure (b) is drawn.
+TYPE_AND_TIME = """
+async ([id, value]) => {
+  const field = document.getElementById(id);
+  const start = performance.now();
+  field.value = value;
+  field.dispatchEvent(new Event("input", { bubbles: true }));
+  const table = performance.now() - start;
+  const drawn = () => document.querySelector("#attnscale-calculator .calc-gradient svg");
+  while (!drawn()) await new Promise((done) => setTimeout(done, 5));
+  return { table, figure: performance.now() - start };
 }
 """
 
@@ -769,7 +1002,44 @@ def test_the_form_on_the_page(browser, probe_page):
     assert gradient.locator("svg").count() == 0 and "beyond" in gradient.inner_text()
     tab.get_by_label("number of keys").fill("1000")
     tab.get_by_label("scores", exact=True).select_option("cosine")
-    assert "no exact curve for them" in gradient.inner_text()
+    # figure (b) for cosines, computed between keystrokes and then drawn in
+    # place of a line that says so: at d = 2 the limit is infinite (no dashed
+    # line) and alpha* is far beyond the cap (no mark), and the caption says both
+    gradient.locator("svg path").wait_for()
+    caption = gradient.locator("figcaption").inner_text()
+    assert "no finite limit" in caption and "is beyond this range" in caption, caption
+    assert gradient.locator("line.limit").count() == 0 and gradient.locator("circle").count() == 1
+    # at d = 128, as the reader types: the table at once, the figure when its
+    # quadratures are done; the caption's numbers and the dots are the package's
+    timing = tab.evaluate(TYPE_AND_TIME, ["calc-d", "128"])
+    print(f"\ncosine, d typed: table {timing['table']:.0f} ms, figure (b) {timing['figure']:.0f} ms")
+    assert timing["table"] < 1000 and timing["figure"] < 10000, timing
+    root = math.sqrt(128)
+    star, typical = at.cosine_alpha_star(1000, 128) / root, np.sqrt(2 * np.log(1000))
+    limit = at.gradient_limit(1000, scores="cosine", d=128) / root
+    caption = gradient.locator("figcaption").inner_text()
+    numbers = [float(x) for x in re.findall(r"= (\d+(?:\.\d+)?)", caption)]
+    assert format(limit, ".4g") in caption and format(typical, ".4g") in caption, caption
+    assert any(abs(x / star - 1) < 1e-3 for x in numbers), (star, caption)  # alpha* from the spline
+    exact = {a: at.expected_gradient(a * root, 1000, scores="cosine", d=128) / root for a in (star, typical)}
+    for value in exact.values():  # shares of the limit, to the caption's 0.1 %
+        assert f"{100 * value / limit:.1f}%" in caption, (value, caption)
+    y_limit = float(gradient.locator("line.limit").get_attribute("y1"))
+    y_zero = max(
+        float(y)
+        for y in gradient.locator("line.grid").evaluate_all("ls => ls.map(l => l.getAttribute('y1'))")
+    )
+    dots = {c.get_attribute("data-label"): c for c in gradient.locator("circle").all()}
+    for label, a in (("α*", star), ("√(2 ln n)", typical)):
+        want_y = y_zero + (y_limit - y_zero) * exact[a] / limit
+        assert abs(float(dots[label].get_attribute("cy")) - want_y) < 0.1, (label, want_y)
+    # a cosine head's measured entropy: its alpha_L (the package's) and the exact match on the page
+    tab.get_by_label("measured entropy").fill("5")
+    want = at.recommend_scale(d=128, n=1000, scores="cosine", train_length=4096, head_entropy=5.0)
+    assert f"alpha_L = {want.alpha_train:.4g} for cosine scores" in form.inner_text()
+    exact_row = rows.filter(has_text="exact entropy match (cosine)").locator("td").nth(0).inner_text()
+    assert exact_row == format(want.entries[-1].scale, ".4g"), (exact_row, want.entries[-1])
+    tab.get_by_label("measured entropy").fill("")
     tab.get_by_role("checkbox", name="causal").check()
     text = form.inner_text()
     assert "QK-norm initial g" in text and "see the CLI" in text

@@ -12,9 +12,14 @@ root of an equation in Bessel functions; for it the table holds a bicubic
 spline (see :func:`cosine_spline`).  The exact entropy match, and a
 measured entropy's scale, solve ``attnscale.expected_entropy`` for the scale;
 for Gaussian scores the table holds that expectation as two bicubic splines
-(:func:`entropy_spline`), and the page solves it.  The second figure draws the exact
+(:func:`entropy_spline`), and the page solves it.  For cosine scores it
+depends on d as well, and the table holds nothing for it: the page computes
+the exact expectations itself, by the package's quadrature
+(``cosineExpectation`` in ``calculator.js``; a tricubic table in alpha, n and
+d was tried, and missed by up to 20% at small d).  The second figure draws the exact
 expected gradient of Gaussian scores, ``attnscale.expected_gradient``,
-against the scale: a bicubic spline again (:func:`gradient_spline`).  The
+against the scale: a bicubic spline again (:func:`gradient_spline`); for
+cosines the page's quadrature again.  The
 table is computed by a child process while the chapters execute
 (:class:`_Background`).  The extension writes the table as ``_static/calculator-table.js`` into
 the HTML output (never into the source tree), which assigns the table to

@@ -5,10 +5,13 @@
  * and notes.  Closed-form rules are computed here.  What needs the package's solvers comes from the table
  * book/_ext/calculator_table.py writes at build time: the causal Gaussian gradient row (cubic in log n), the
  * cosine gradient row (a bicubic spline), and the exact expected entropy of Gaussian scores (two bicubic
- * splines), from which the page solves the exact entropy match and a measured entropy's alpha_L.  What has no
- * table (the causal cosine gradient, the cosine exact match and a cosine head's entropy), and a row whose answer
- * the table's error would decide (near a boundary), says "see the CLI", with the command.  tests/test_calculator_page.py compares every number with the package.  The form is in
- * book/recipes.md (a raw HTML block); plot() and plotGradient() draw its figures.
+ * splines), from which the page solves the exact entropy match and a measured entropy's alpha_L.  For cosine
+ * scores the exact expectations are computed here, by quadrature (the package's route, cosineExpectation, for
+ * n up to 1e9): the exact entropy match, a measured entropy's alpha_L, and figure (b).  What is neither (the
+ * causal cosine gradient, a maximization over positions of the cosine mean-field share), and a row whose answer
+ * the table's or the quadrature's error would decide (near a boundary), says "see the CLI", with the command.
+ * tests/test_calculator_page.py compares every number with the package.  The form is in book/recipes.md (a raw
+ * HTML block); plot() and plotGradient() draw its figures.
  */
 (function () {
   "use strict";
@@ -229,6 +232,520 @@
     return Math.exp(0.5 * (lo + hi));
   }
 
+  // --- exact expectations for cosine scores, by quadrature ---------------
+  //
+  // attnscale.exact's route, written again for the page (its module notes,
+  // the book's theorem exact-expectations).  For n i.i.d. scores s and the
+  // Gumbel kernel's variable y = e^(alpha s - tau), with one score's
+  //   S(tau) = E[1 - e^-y], f(tau) = E[y e^-y], chi(tau) = E[y^2 e^-y],
+  //   eta(tau) = E[y (log y + gamma) e^-y]   (gamma: Euler's constant)
+  // and F = 1 - S, the expectations are one integral over tau each:
+  //   E[H] = -n int eta F^(n-1) dtau,  E[alpha (1 - sum p^2)] = alpha n (n-1) int f^2 F^(n-2) dtau.
+  // F^(n-1) is exp((n-1) log1p(-S)) with S summed directly (no 1 - F), so n
+  // may reach 1e9.  A cosine score is c = cos(theta), theta the angle
+  // between two random directions, with density sin^(d-2)(theta) / B on
+  // [0, pi]: smooth at both ends for integer d (no d = 2 singularity, as in
+  // c); the score used is s = c - 1 = -2 sin^2(theta/2), which keeps the
+  // top of the support resolved when n is huge (softmax ignores the shift).
+  // Quadrature: Gauss-Legendre panels of 8 nodes in theta.  The inner
+  // expectations use the law's own panels where alpha is small, and else
+  // panels on the kernel's scale in w = alpha s - tau (the step of e^-y,
+  // width ~1/alpha in s) cut by the law's panels, with the mass above the
+  // window (where 1 - e^-y = 1) from the law's distribution function.  The
+  // outer integral's panels follow its integrand, found from a coarse pass
+  // (as attnscale.exact._adaptive_edges), with more panels next to each end
+  // of the support below d = 10, where the density is rough (a non-integer
+  // power of theta) and the end's structure, of width ~1 in tau, matters.
+
+  // 8-point Gauss-Legendre nodes and weights on [-1, 1]
+  const GL_X = [
+    -0.9602898564975363, -0.7966664774136267, -0.525532409916329, -0.1834346424956498, 0.1834346424956498,
+    0.525532409916329, 0.7966664774136267, 0.9602898564975363,
+  ];
+  const GL_W = [
+    0.1012285362903763, 0.2223810344533745, 0.3137066458778873, 0.362683783378362, 0.362683783378362,
+    0.3137066458778873, 0.2223810344533745, 0.1012285362903763,
+  ];
+  const EULER_GAMMA = 0.5772156649015329;
+  // panel edges in w = alpha s - tau: left of -46 every kernel but S's is
+  // below e^-46 of its peak (and S's below e^-46 of 1), right of 5 e^-y = 0
+  const W_EDGES = [
+    -46, -38, -31, -25, -20, -16, -12.5, -9.5, -7, -5, -3.5, -2.4, -1.5, -0.75, 0, 0.6, 1.2, 1.8, 2.5, 3.4, 5,
+  ];
+  const COSINE_CAP = 1e4; // the exact expectation's largest scale on the cosine (attnscale.exact)
+  const [GRADING, RATIO] = [20, 0.5]; // geometric levels of a panel next to a rough end, and their ratio
+
+  // theta of a score s = -2 sin^2(theta/2) in [-2, 0], each half from the end it is near
+  function angleOf(s) {
+    return s > -1 ? 2 * Math.asin(Math.sqrt(-0.5 * s)) : Math.PI - 2 * Math.asin(Math.sqrt(1 + 0.5 * s));
+  }
+
+  // The law of one cosine score in dimension d: panels in theta (over
+  // pi/2 +- 14.5/sqrt(d - 2), outside which the density is below 1e-45 of
+  // its peak), its log density, and P(theta' < theta) from cumulative sums.
+  const lawCache = new Map();
+  function cosineLaw(d) {
+    if (lawCache.has(d)) return lawCache.get(d);
+    const power = d - 2;
+    const halfWidth = Math.min(Math.PI / 2, 14.5 / Math.sqrt(Math.max(power, 1e-300)));
+    const [lo, hi] = [Math.PI / 2 - halfWidth, Math.PI / 2 + halfWidth];
+    const full = halfWidth === Math.PI / 2; // the support reaches both ends
+    const rough = d < 10; // below, the ends count as hard (attnscale.exact.cosine_law's rough_ends)
+    const graded = rough && d !== Math.round(d); // sin^(d-2) not smooth at the ends
+    const panels = full ? 48 : 40;
+    const width = (hi - lo) / panels;
+    let edges = Array.from({ length: panels + 1 }, (_, k) => lo + k * width);
+    if (graded) {
+      const inner = Array.from({ length: GRADING }, (_, j) => width * 0.5 ** (GRADING - j));
+      edges = [lo, ...inner.map((x) => lo + x), ...edges.slice(1, -1), ...inner.reverse().map((x) => hi - x), hi];
+    }
+    // log of sin^(d-2) theta; far from the ends through cos(theta - pi/2) = 1 - 2 sin^2(...), whose log
+    // keeps its digits when d is large and theta near pi/2
+    const logSin = (t) =>
+      Math.abs(t - Math.PI / 2) < 1 ? Math.log1p(-2 * Math.sin(0.5 * (t - Math.PI / 2)) ** 2) : Math.log(Math.sin(t));
+    const logKernel = (t) => (power === 0 ? 0 : power * logSin(t));
+    const integral = (a, b) => {
+      const half = 0.5 * (b - a);
+      const mid = 0.5 * (a + b);
+      let sum = 0;
+      for (let j = 0; j < 8; j++) sum += GL_W[j] * Math.exp(logKernel(mid + half * GL_X[j]));
+      return sum * half;
+    };
+    const cum = [0];
+    for (let k = 0; k + 1 < edges.length; k++) cum.push(cum[k] + integral(edges[k], edges[k + 1]));
+    const total = cum[cum.length - 1];
+    const logTotal = Math.log(total);
+    // int_0^t sin^(d-2): t^(d-1) times a series in t^2, for t below 1e-3 (next term under 1e-14)
+    const c4 = (power * power) / 72 - power / 180;
+    const series = (t) => t ** (d - 1) * (1 / (d - 1) - (power * t * t) / (6 * (d + 1)) + (c4 * t ** 4) / (d + 3));
+    const logSeries = (x) => (d - 1) * x + Math.log(1 / (d - 1) - (power * Math.exp(2 * x)) / (6 * (d + 1)));
+    const SMALL = 1e-3;
+    function mass(t) {
+      // P(theta' < t)
+      if (t <= lo) return 0;
+      if (t >= hi) return 1;
+      if (full && t < SMALL) return series(t) / total;
+      if (full && Math.PI - t < SMALL) return 1 - series(Math.PI - t) / total;
+      let [a, b] = [0, edges.length - 1];
+      while (b - a > 1) {
+        const m = (a + b) >> 1;
+        if (edges[m] <= t) a = m;
+        else b = m;
+      }
+      return (cum[a] + integral(edges[a], t)) / total;
+    }
+    // the score s with P(S > s) = p, 0 < p < 1/2 (bisection; in log theta below 1e-3, for tiny p)
+    function topScore(p) {
+      let t;
+      if (full && p < series(SMALL) / total) {
+        let [a, b] = [-745, Math.log(SMALL)];
+        const want = Math.log(p) + logTotal;
+        for (let k = 0; k < 64; k++) {
+          const m = 0.5 * (a + b);
+          if (logSeries(m) < want) a = m;
+          else b = m;
+        }
+        t = Math.exp(0.5 * (a + b));
+      } else {
+        let [a, b] = [lo, Math.PI / 2];
+        for (let k = 0; k < 64; k++) {
+          const m = 0.5 * (a + b);
+          if (mass(m) < p) a = m;
+          else b = m;
+        }
+        t = 0.5 * (a + b);
+      }
+      return -2 * Math.sin(0.5 * t) ** 2;
+    }
+    const plain = Array.from({ length: panels + 1 }, (_, k) => lo + k * width);
+    const law = { d, power, lo, hi, full, rough, graded, width, edges, plain, logKernel, logTotal, mass, topScore };
+    if (lawCache.size > 64) lawCache.clear();
+    lawCache.set(d, law);
+    return law;
+  }
+
+  // The inner expectations S, f, chi, eta at one tau (attnscale.exact._inner), on the rule that
+  // quadratureRule prepares for (law, alpha), into out.  Plain loops: this is where the time goes.
+  function innerCosine(rule, tau, out) {
+    const { law, alpha } = rule;
+    let S = 0;
+    let nodes = rule.u; // the law's own panels: nodes fixed in theta, only the kernel moves with tau
+    let weights = rule.weight;
+    let count = nodes ? nodes.length : 0;
+    let f = 0;
+    let chi = 0;
+    let eta = 0;
+    if (!nodes) {
+      const top = (tau + W_EDGES[W_EDGES.length - 1]) / alpha;
+      const bottom = (tau + W_EDGES[0]) / alpha;
+      const a = Math.max(top >= 0 ? 0 : angleOf(Math.max(top, -2)), law.lo);
+      const b = Math.min(bottom <= -2 ? Math.PI : angleOf(Math.min(bottom, 0)), law.hi);
+      S = law.mass(a); // above the window 1 - e^-y is 1
+      if (!(b > a)) count = 0;
+      else if (top < -rule.margin && bottom > -2 + rule.margin) {
+        // a window inside the support (for a law with rough ends, at least its
+        // own width from either end): nodes fixed in w, so the kernels are the
+        // same at every tau (attnscale.exact._inner_fixed_kernel), times the
+        // density of s there, sin^(d-3)(theta) / B with sin^2 = -s (2 + s)
+        const { w, k } = rule;
+        const half = 0.5 * (law.d - 3);
+        for (let i = 0; i < w.length; i++) {
+          const s = (tau + w[i]) / alpha;
+          const c = 1 + s;
+          const density = Math.exp(half * (c > 0.5 ? Math.log(-s * (2 + s)) : Math.log1p(-c * c)) - law.logTotal);
+          S += density * k[4 * i];
+          f += density * k[4 * i + 1];
+          chi += density * k[4 * i + 2];
+          eta += density * k[4 * i + 3];
+        }
+        out.S = S;
+        out.f = f;
+        out.chi = chi;
+        out.eta = eta;
+        return out;
+      } else {
+        // the window's edges (increasing theta) merged with the law's, then their nodes
+        const cuts = SCRATCH_CUTS;
+        let m = 0;
+        cuts[m++] = a;
+        const edges = law.plain;
+        let k = 0;
+        while (k < edges.length && edges[k] <= a) k++;
+        for (let i = W_EDGES.length - 2; i >= 0; i--) {
+          const s = (tau + W_EDGES[i]) / alpha;
+          if (!(s < 0 && s > -2)) continue;
+          const t = angleOf(s);
+          if (t <= a) continue;
+          if (t >= b) break;
+          while (k < edges.length && edges[k] < t) cuts[m++] = edges[k++];
+          cuts[m++] = t;
+        }
+        while (k < edges.length && edges[k] < b) cuts[m++] = edges[k++];
+        cuts[m++] = b;
+        nodes = SCRATCH_T;
+        weights = SCRATCH_W;
+        count = 0;
+        for (let i = 0; i + 1 < m; i++) count = panelNodes(law, cuts[i], cuts[i + 1], nodes, weights, count);
+        for (let i = 0; i < count; i++) {
+          const sh = Math.sin(0.5 * nodes[i]);
+          nodes[i] = -2 * alpha * sh * sh; // u = alpha s
+        }
+      }
+    }
+    // the law's own panels, where e^(u - tau) = e^u e^-tau neither overflows nor underflows: one
+    // exponential a node fewer
+    const scale = rule.expU && Math.abs(tau) < 700 ? Math.exp(-tau) : 0;
+    for (let i = 0; i < count; i++) {
+      const w = Math.min(nodes[i] - tau, 700); // e^w beyond e^700 only multiplies exp(-e^w) = 0
+      const y = scale ? rule.expU[i] * scale : Math.exp(w);
+      const e = Math.exp(-y);
+      const weight = weights[i];
+      S += weight * (y < 0.01 ? -Math.expm1(-y) : 1 - e);
+      const psi = weight * y * e;
+      f += psi;
+      chi += psi * y;
+      eta += psi * (w + EULER_GAMMA);
+    }
+    out.S = S;
+    out.f = f;
+    out.chi = chi;
+    out.eta = eta;
+    return out;
+  }
+  // room for one tau's nodes (a window's panels, graded ends included)
+  const SCRATCH_T = new Float64Array(4096);
+  const SCRATCH_W = new Float64Array(4096);
+  const SCRATCH_CUTS = new Float64Array(512);
+
+  // The Gauss-Legendre nodes (theta) and weights (density x quadrature) of one panel [a, b] in theta,
+  // written from index count on; returns the new count.  A panel next to theta = 0 (s = 0) or pi
+  // (s = -2) of a law with graded ends is split geometrically toward the end, the last sliver's mass
+  // (a series) put at the end itself.
+  function panelNodes(law, a, b, nodes, weights, count) {
+    if (!(b > a)) return count;
+    if (law.graded && a === 0) {
+      for (let j = 0; j < GRADING; j++) {
+        count = glPanel(law, b * RATIO ** (j + 1), b * RATIO ** j, nodes, weights, count);
+      }
+      nodes[count] = 0;
+      weights[count++] = law.mass(b * RATIO ** GRADING);
+    } else if (law.graded && b === Math.PI) {
+      const x = Math.PI - a;
+      for (let j = 0; j < GRADING; j++) {
+        count = glPanel(law, Math.PI - x * RATIO ** j, Math.PI - x * RATIO ** (j + 1), nodes, weights, count);
+      }
+      nodes[count] = Math.PI;
+      weights[count++] = 1 - law.mass(Math.PI - x * RATIO ** GRADING);
+    } else count = glPanel(law, a, b, nodes, weights, count);
+    return count;
+  }
+  function glPanel(law, lo, hi, nodes, weights, count) {
+    const half = 0.5 * (hi - lo);
+    const mid = 0.5 * (lo + hi);
+    for (let j = 0; j < 8; j++) {
+      const t = mid + half * GL_X[j];
+      nodes[count] = t;
+      weights[count++] = half * GL_W[j] * Math.exp(law.logKernel(t) - law.logTotal);
+    }
+    return count;
+  }
+
+  // What innerCosine needs for one (law, alpha): for small alpha, the nodes of the law's own panels
+  // (u = alpha s and the weights); else, for a law with smooth ends, the window's nodes in w (each of
+  // its panels cut to the law's panel width in s) and the kernels times their quadrature weights.
+  function quadratureRule(law, alpha) {
+    if (1.1 / alpha > law.width) {
+      // the kernel's finest panels wider than the law's
+      const [u, weight] = [new Float64Array(4096), new Float64Array(4096)];
+      let count = 0;
+      for (let k = 0; k + 1 < law.plain.length; k++) {
+        count = panelNodes(law, law.plain[k], law.plain[k + 1], u, weight, count);
+      }
+      for (let i = 0; i < count; i++) u[i] = -2 * alpha * Math.sin(0.5 * u[i]) ** 2;
+      const nodes = u.slice(0, count);
+      const expU = nodes.every((v) => v > -700) ? nodes.map(Math.exp) : null;
+      return { law, alpha, u: nodes, expU, weight: weight.slice(0, count) };
+    }
+    const [w, k] = [[], []];
+    for (let i = 0; i + 1 < W_EDGES.length; i++) {
+      const pieces = Math.ceil((W_EDGES[i + 1] - W_EDGES[i]) / (alpha * law.width));
+      const step = (W_EDGES[i + 1] - W_EDGES[i]) / pieces;
+      for (let p = 0; p < pieces; p++) {
+        const half = 0.5 * step;
+        const mid = W_EDGES[i] + (p + 0.5) * step;
+        for (let j = 0; j < 8; j++) {
+          const x = mid + half * GL_X[j];
+          const weight = (half * GL_W[j]) / alpha; // ds = dw / alpha
+          const y = Math.exp(x);
+          const e = Math.exp(-y);
+          w.push(x);
+          k.push(weight * -Math.expm1(-y), weight * y * e, weight * y * y * e, weight * y * e * (x + EULER_GAMMA));
+        }
+      }
+    }
+    // the density of s near a rough end is a power of the distance to it:
+    // panels in s resolve it only at least a window's width away
+    const margin = law.rough ? (W_EDGES[W_EDGES.length - 1] - W_EDGES[0]) / alpha : 0;
+    return { law, alpha, margin, w: Float64Array.from(w), k: Float64Array.from(k) };
+  }
+
+  // attnscale.exact._adaptive_edges: outer panels where exp(logv) lives.
+  function adaptiveEdges(x, logv, drop = 32, step = 4, perPeak = 2) {
+    const top = Math.max(...logv);
+    let [first, last] = [-1, -1];
+    logv.forEach((v, i) => {
+      if (v > top - drop) {
+        if (first < 0) first = i;
+        last = i;
+      }
+    });
+    const [lo, hi] = [Math.max(first - 1, 0), Math.min(last + 1, x.length - 1)];
+    const xs = x.slice(lo, hi + 1);
+    const vs = logv.slice(lo, hi + 1).map((v) => Math.max(v, top - drop - 10));
+    const peak = xs.filter((_, i) => vs[i] > top - 2);
+    const peakWidth = Math.max(peak[peak.length - 1] - peak[0], x[1] - x[0]);
+    const measure = [0];
+    for (let i = 1; i < xs.length; i++) {
+      measure.push(measure[i - 1] + Math.abs(vs[i] - vs[i - 1]) / step + ((xs[i] - xs[i - 1]) * perPeak) / peakWidth);
+    }
+    const end = measure[measure.length - 1];
+    const count = Math.ceil(end);
+    const edges = [];
+    let i = 0;
+    for (let k = 0; k <= count; k++) {
+      const m = (end * k) / count;
+      while (i < measure.length - 2 && measure[i + 1] < m) i++;
+      const span = measure[i + 1] - measure[i];
+      edges.push(span > 0 ? xs[i] + ((m - measure[i]) / span) * (xs[i + 1] - xs[i]) : xs[i]);
+    }
+    return edges;
+  }
+
+  const log1pPower = (S, power) => (power === 0 ? 0 : power * Math.log1p(-Math.min(S, 1)));
+
+  // E[H] ("entropy") or E[alpha (1 - sum p^2)] ("gradient") for n cosine
+  // scores in dimension d, scale alpha on the cosine (attnscale.exact's
+  // expected_entropy and expected_gradient with scores="cosine").
+  function cosineExpectation(alpha, n, d, what, fast = false) {
+    if (alpha === 0) return what === "entropy" ? Math.log(n) : 0;
+    const law = cosineLaw(d);
+    // tau's range (attnscale.exact._tau_range)
+    const upper = alpha * law.topScore(1e-26 / n) + Math.log(n) + 64;
+    const delta = n > 2 ? -Math.expm1(-80 / (n - 2)) : 1;
+    const lowS = delta < 0.5 ? law.topScore(2 * delta) : -2 * Math.sin(0.5 * law.hi) ** 2;
+    const lower = alpha * lowS - 6 - (n <= 2 ? 6 : 0);
+    const q = {};
+    const rule = quadratureRule(law, alpha);
+    const coarse = Array.from({ length: 49 }, (_, k) => lower + ((upper - lower) * k) / 48);
+    const logv = coarse.map((tau) => {
+      innerCosine(rule, tau, q);
+      const v = Math.log(q.f) + log1pPower(q.S, Math.max(n - 2, 0));
+      return what === "gradient" ? v : Math.max(v, Math.log(q.chi) + log1pPower(q.S, n - 1));
+    });
+    let edges = fast ? adaptiveEdges(coarse, logv, 32, 8, 1) : adaptiveEdges(coarse, logv);
+    if (law.rough) {
+      // each end of the support puts structure of width ~1 into tau: the
+      // kernel's edges next to it, then geometric steps inward
+      const extra = [];
+      const span = Math.max(2 * alpha, 2);
+      const steps = fast ? 16 : 40; // ratio 1.9 or 1.3 at alpha = 1e4
+      for (const [end, inward] of [
+        [0, -1],
+        [-2 * alpha, 1],
+      ]) {
+        for (const w of W_EDGES) extra.push(end - w);
+        for (let k = 0; k < steps; k++) extra.push(end + inward * span ** (k / (steps - 1)));
+      }
+      const [a, b] = [edges[0], edges[edges.length - 1]];
+      edges = [...new Set([...edges, ...extra.filter((t) => t > a && t < b)])].sort((u, v) => u - v);
+    }
+    let sum = 0;
+    for (let k = 0; k + 1 < edges.length; k++) {
+      const half = 0.5 * (edges[k + 1] - edges[k]);
+      const mid = 0.5 * (edges[k] + edges[k + 1]);
+      for (let j = 0; j < 8; j++) {
+        innerCosine(rule, mid + half * GL_X[j], q);
+        sum +=
+          half *
+          GL_W[j] *
+          (what === "gradient"
+            ? q.f * q.f * Math.exp(log1pPower(q.S, n - 2))
+            : q.eta * Math.exp(log1pPower(q.S, n - 1)));
+      }
+    }
+    return what === "gradient" ? alpha * n * (n - 1) * sum : -n * sum;
+  }
+
+  // attnscale.gradient_limit(n, "cosine", d): n (n-1) int f(c)^2 F(c)^(n-2) dc, the density at 0 of the
+  // gap between the two largest of n cosines; infinite at d = 2.  Above the median (theta < pi/2) in
+  // log theta, from where P(theta' < theta) = 1e-40/n (as the package, from that exceedance); below it on
+  // the law's panels.
+  function cosineGradientLimit(n, d) {
+    if (d < 2 + 1e-12) return Infinity;
+    const law = cosineLaw(d);
+    // the integrand per unit of log theta: f(c)^2 F^(n-2) dc/dlog theta = g^2 / sin * theta * F^(n-2)
+    const logIntegrand = (x) => {
+      const t = Math.exp(x);
+      return (
+        2 * (law.logKernel(t) - law.logTotal) - Math.log(Math.sin(t)) + x + log1pPower(law.mass(t), n - 2)
+      );
+    };
+    const start = Math.log(angleOf(law.topScore(1e-40 / n)));
+    const coarse = Array.from({ length: 129 }, (_, k) => start + ((Math.log(Math.PI / 2) - start) * k) / 128);
+    const edges = adaptiveEdges(coarse, coarse.map(logIntegrand), 32, 1, 6);
+    let upper = 0;
+    for (let k = 0; k + 1 < edges.length; k++) {
+      const half = 0.5 * (edges[k + 1] - edges[k]);
+      const mid = 0.5 * (edges[k] + edges[k + 1]);
+      for (let j = 0; j < 8; j++) upper += half * GL_W[j] * Math.exp(logIntegrand(mid + half * GL_X[j]));
+    }
+    let lower = 0;
+    const below = [Math.PI / 2, ...law.edges.filter((t) => t > Math.PI / 2)];
+    for (let k = 0; k + 1 < below.length; k++) {
+      const half = 0.5 * (below[k + 1] - below[k]);
+      const mid = 0.5 * (below[k] + below[k + 1]);
+      for (let j = 0; j < 8; j++) {
+        const t = mid + half * GL_X[j];
+        const log = 2 * (law.logKernel(t) - law.logTotal) - Math.log(Math.sin(t)) + log1pPower(law.mass(t), n - 2);
+        lower += half * GL_W[j] * Math.exp(log);
+      }
+    }
+    return n * (n - 1) * (upper + lower);
+  }
+
+  // attnscale.recipes._expected_entropy for cosine scores: E[H] at the
+  // unit-score scale alpha (alpha sqrt(d) on the cosine); fast: the coarser
+  // outer panels (cosineExpectation).  Remembered for the last few hundred
+  // calls (typing repeats them).
+  const entropyCache = new Map();
+  function cosineEntropy(alpha, n, d, fast = false) {
+    const key = `${alpha} ${n} ${d} ${fast}`;
+    if (!entropyCache.has(key)) {
+      if (entropyCache.size > 256) entropyCache.clear();
+      entropyCache.set(key, cosineExpectation(alpha * Math.sqrt(d), n, d, "entropy", fast));
+    }
+    return entropyCache.get(key);
+  }
+
+  // The unit-score scale alpha with E[H](alpha, n) = target for cosine
+  // scores (attnscale.recipes._solve_entropy), 0 < target < log n, from a
+  // first guess: {alpha}; {none} when no scale up to the cap brings the
+  // entropy that low; {close} when the entropy at the cap is within the
+  // quadrature's error of the target.  On the logit of E[H]/log n against
+  // log alpha (no digits lost near either end, and nearly straight): secant
+  // steps toward the root, then regula falsi (Illinois) once it is
+  // bracketed, on the faster expectation (within about 4e-8 of the
+  // package's); then one Newton step on the package's own panels, with the
+  // slope from the steps before, so that the root is that of the same
+  // discretization as the package's (it moves by about 1e-7 from the first;
+  // a second step where it moved more).  About five fast expectations and
+  // one or two full ones.  Where the scale is below
+  // 1e-3, the expansion log n - E[H] = alpha^2 (n - 1) / (2n) instead (as
+  // for Gaussian scores: both have unit variance and no skew; its relative
+  // error is of order alpha^2).
+  function solveCosineEntropy(target, n, d, guess) {
+    const logN = Math.log(n);
+    const small = Math.sqrt((2 * (logN - target) * n) / (n - 1));
+    if (small < 1e-3) return { alpha: small };
+    const want = Math.log(target / (logN - target));
+    const top = Math.log(COSINE_CAP / Math.sqrt(d));
+    const seen = []; // every (log alpha, logit gap) computed, for the slope
+    const F = (x, fast = true) => {
+      const h = cosineEntropy(Math.exp(x), n, d, fast);
+      const f = h >= logN ? Infinity : Math.log(h / (logN - h)) - want;
+      if (fast && Number.isFinite(f)) seen.push([x, f]);
+      return f;
+    };
+    let x0 = Math.min(Math.log(guess ?? small), top);
+    let f0 = F(x0);
+    // before a bracket: secant steps toward the root in log alpha, at least 0.05, at most 2, 4, 8 ...
+    let x1 = Math.min(x0 + (f0 > 0 ? 0.05 : -0.05), top);
+    let f1 = F(x1);
+    for (let k = 0; k < 60 && Math.sign(f1) === Math.sign(f0) && f1 !== 0; k++) {
+      if (x1 === top && f1 > 0) break;
+      const secant = Number.isFinite(f1) && f1 !== f0 ? (-f1 * (x1 - x0)) / (f1 - f0) : NaN;
+      const direction = f1 > 0 ? 1 : -1;
+      const step = direction * Math.min(Math.max(secant * direction || 0, 0.05), 2 ** (k + 1));
+      [x0, f0] = [x1, f1];
+      x1 = Math.min(x1 + step, top);
+      f1 = F(x1);
+    }
+    if (x1 === top && (f1 > 0 || Math.abs(f1) < CLOSE)) {
+      // the cap's entropy above the target, or too close to it to tell
+      return Math.abs(f1) < CLOSE || Math.abs(F(top, false)) < CLOSE ? { close: true } : { none: true };
+    }
+    // bracketed (Illinois: where the same end stays twice, its value is halved)
+    let [a, fa, b, fb] = [x0, f0, x1, f1];
+    for (let k = 0; k < 100 && fb !== 0; k++) {
+      const x = Number.isFinite(fa) ? b - (fb * (b - a)) / (fb - fa) : 0.5 * (a + b);
+      const fx = F(x);
+      if (Math.sign(fx) !== Math.sign(fb)) [a, fa] = [b, fb];
+      else fa *= 0.5;
+      const moved = Math.abs(x - b);
+      [b, fb] = [x, fx];
+      // the fast expectation's noise is about 1e-8: no use going finer
+      if (moved < 1e-7 || Math.abs(fx) < 1e-10) break;
+    }
+    // the slope from the two points nearest the root that are at least 1e-4 apart (their noise is 1e-8)
+    seen.sort((p, q) => Math.abs(p[0] - b) - Math.abs(q[0] - b));
+    const far = seen.find((p) => Math.abs(p[0] - seen[0][0]) > 1e-4);
+    if (!far) return { alpha: Math.exp(b) };
+    // Newton steps on the full expectation, the slope then from the last two (the fast one is off
+    // by more near a uniform row, where the outer panels matter most)
+    let slope = (far[1] - seen[0][1]) / (far[0] - seen[0][0]);
+    let [x, f] = [b, F(b, false)];
+    for (let k = 0; k < 4; k++) {
+      const next = Math.min(x - f / slope, top);
+      if (Math.abs(next - x) < 1e-6) return { alpha: Math.exp(next) }; // what is left: 1e-6 times the slope's error
+      const fNext = F(next, false);
+      slope = (fNext - f) / (next - x);
+      [x, f] = [next, fNext];
+    }
+    return { alpha: Math.exp(x) };
+  }
+  // The logit of E[H] at the cap this close to the target's: the quadrature cannot tell which side
+  const CLOSE = 1e-6;
+
   // mayCompute: the package may still give a note instead of a number, so
   // the page does not promise one
   function cliNote(name, s, mayCompute, reason) {
@@ -309,18 +826,17 @@
     return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
   }
 
-  // attnscale.recipes._exact_match: the package's two range checks, then,
-  // for Gaussian scores, its solver on the build's entropy table (the scale
-  // within 1e-3 of the package's; the tests check it).  For cosines the
-  // page has no entropy table: past the range checks it sends the reader to
-  // the command line.
+  // attnscale.recipes._exact_match: the package's two range checks, then
+  // its solver: for Gaussian scores on the build's entropy table (the scale
+  // within 1e-3 of the package's; the tests check it), for cosines on the
+  // exact expectation by quadrature (cosineExactMatch).
   function exactMatch(s, table) {
     const name = `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`;
     if (Math.max(s.n, s.L) > EXACT_MAX_KEYS) {
       return { notes: [`${name}: not computed, the exact expectation covers n and L up to ${fmtG(EXACT_MAX_KEYS)}`] };
     }
     // attnscale.recipes._law: the factor from the unit score to the law's scale, and the law's cap
-    const [toLaw, cap] = s.scores === "dot" ? [1, 1e3] : [Math.sqrt(s.d), 1e4];
+    const [toLaw, cap] = s.scores === "dot" ? [1, 1e3] : [Math.sqrt(s.d), COSINE_CAP];
     if (s.a * toLaw > cap) {
       return {
         notes: [
@@ -329,7 +845,7 @@
         ],
       };
     }
-    if (s.scores !== "dot") return { cli: true, notes: [], mayCompute: true };
+    if (s.scores !== "dot") return cosineExactMatch(s, table, name);
     // a measured entropy is the target itself (the package solves for
     // alpha_L and recomputes it, to 1e-12)
     const target = s.headEntropy ?? expectedEntropy(s.a, s.L, table);
@@ -346,25 +862,46 @@
     if (s.headEntropy === null && magnify > 1.5) {
       return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
-    if (target >= Math.log(s.n)) {
-      return {
-        notes: [
-          `exact entropy match does not apply: the head's entropy at L (${fmtG(target, 3)} nats) ` +
-            `exceeds log n = ${fmtG(Math.log(s.n), 3)}, the entropy of a uniform row over n keys`,
-        ],
-      };
-    }
+    if (target >= Math.log(s.n)) return { notes: [notApplies(target, s.n)] };
     const alpha = solveEntropy(target, s.n, table);
-    if (alpha === null) {
-      return {
-        notes: [
-          `${name}: not computed, no scale up to ${fmtG(cap, 4)} brings the entropy down to ` +
-            `${fmtG(target, 4)} nats (a head this focused is outside the exact expectation's range)`,
-        ],
-      };
-    }
-    return scaled(alpha);
+    return alpha === null ? { notes: [outOfReach(name, cap, target)] } : scaled(alpha);
   }
+
+  // the package's note when no scale up to the cap (top, on the unit score) reaches the entropy
+  const outOfReach = (name, top, target) =>
+    `${name}: not computed, no scale up to ${fmtG(top, 4)} brings the entropy down to ` +
+    `${fmtG(target, 4)} nats (a head this focused is outside the exact expectation's range)`;
+
+  // The exact match for cosine scores: the head's entropy at L by
+  // quadrature (or the measured one), then the scale at n that has it.  The
+  // two routes agree to about 1e-8 on E[H] (the tests measure it; both are
+  // quadratures of the same integrals), so only a target within about that
+  // of a boundary is sent to the command line: log n (L > n and the head's
+  // entropy at L just below it, where the error in the target is magnified
+  // by `magnify`, as for Gaussian scores) and the entropy at the cap.
+  function cosineExactMatch(s, table, name) {
+    const target = s.headEntropy ?? cosineEntropy(s.a, s.L, s.d);
+    const [logN, logL] = [Math.log(s.n), Math.log(s.L)];
+    const magnify = ((logL - target) * logN) / (logL * Math.abs(logN - target));
+    if (s.headEntropy === null && magnify > COSINE_MAGNIFY) {
+      return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE_COSINE };
+    }
+    if (target >= logN) return { notes: [notApplies(target, s.n)] };
+    // the first guess: alpha_L times the ratio of the Gaussian scales with this entropy at n and at L
+    const [atN, atL] = [gaussianGuess(target, s.n, table), gaussianGuess(target, s.L, table)];
+    const out = solveCosineEntropy(target, s.n, s.d, atN && atL ? (s.a * atN) / atL : atN);
+    if (out.close) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE_COSINE };
+    return out.none ? { notes: [outOfReach(name, COSINE_CAP / Math.sqrt(s.d), target)] } : scaled(out.alpha);
+  }
+  // Beyond this magnification the target's error (a few 1e-8 on the logit) could pass the tests' tolerance.
+  const COSINE_MAGNIFY = 100;
+  const TOO_CLOSE_COSINE =
+    "too close to where the row changes for the page's quadrature to hold 1e-3; the package may compute it";
+  // the Gaussian scale with the same entropy, from the table: where the cosine solver starts
+  const gaussianGuess = (target, n, table) => (target < Math.log(n) ? solveEntropy(target, n, table) : null);
+  const notApplies = (target, n) =>
+    `exact entropy match does not apply: the head's entropy at L (${fmtG(target, 3)} nats) ` +
+    `exceeds log n = ${fmtG(Math.log(n), 3)}, the entropy of a uniform row over n keys`;
 
   // alpha_L from a measured entropy: the table's relative error bound (3.3e-4 measured, book/_ext/calculator_table.py)
   const ALPHA_ERROR = 4e-4;
@@ -443,20 +980,26 @@
     if (!(s.headEntropy < Math.log(s.L))) {
       throw new Error(`${label}: must be below log L = ${fmtG(Math.log(s.L), 4)} nats (a uniform row over L keys)`);
     }
-    if (s.scores !== "dot") {
-      throw new Error(
-        `${label}: for cosine scores the page has no table of the exact entropy; give alpha_L, or see the CLI: ` +
-          `python -m attnscale scale --d ${s.d} --n ${s.n} --cosine${s.causal ? " --causal" : ""} ` +
-          `--train-length ${s.L} --head-entropy ${s.headEntropy}`,
-      );
-    }
-    const alpha = solveEntropy(s.headEntropy, s.L, table);
-    if (alpha === null) {
-      throw new Error(
-        `${label} = ${fmtG(s.headEntropy)} nats: no scale up to ${fmtG(table.entropy.cap)} brings the entropy ` +
+    const unreachable = (top) =>
+      new Error(
+        `${label} = ${fmtG(s.headEntropy)} nats: no scale up to ${fmtG(top, 4)} brings the entropy ` +
           "that low (a head this focused is outside the exact expectation's range); give alpha_L",
       );
+    if (s.scores !== "dot") {
+      // by quadrature (cosineExactMatch says how close it agrees)
+      const out = solveCosineEntropy(s.headEntropy, s.L, s.d, gaussianGuess(s.headEntropy, s.L, table));
+      if (out.close) {
+        throw new Error(
+          `${label}: too close to the lowest entropy the exact expectation reaches for the page to tell ` +
+            `whether a scale has it; give alpha_L, or see the CLI: python -m attnscale scale --d ${s.d} ` +
+            `--n ${s.n} --cosine${s.causal ? " --causal" : ""} --train-length ${s.L} --head-entropy ${s.headEntropy}`,
+        );
+      }
+      if (out.none) throw unreachable(COSINE_CAP / Math.sqrt(s.d));
+      return out.alpha;
     }
+    const alpha = solveEntropy(s.headEntropy, s.L, table);
+    if (alpha === null) throw unreachable(table.entropy.cap);
     return alpha;
   }
 
@@ -493,7 +1036,7 @@
     else if (s.headEntropy !== null) {
       addNote(
         `head measured: entropy ${fmtG(s.headEntropy, 4)} nats at L = ${fmtG(s.L)}, ` +
-          `i.e. alpha_L = ${fmtG(s.a, 4)} for gaussian scores (exact expectation)`,
+          `i.e. alpha_L = ${fmtG(s.a, 4)} for ${s.scores === "dot" ? "gaussian" : "cosine"} scores (exact expectation)`,
       );
     } else if (s.L !== null) {
       addNote(
@@ -579,67 +1122,206 @@
     return figure;
   }
 
+  // Figure (b)'s curve for Gaussian scores at n keys: the exact expected gradient at 121 scales, its
+  // limit and the marks (alpha* and the typical row's sqrt(2 log n), each with its value), from the table.
+  function gaussianGradientCurve(n, table) {
+    const typical = Math.sqrt(2 * Math.log(n));
+    const [a0, a1] = table.gradient.span.map((f) => f * typical);
+    const alphas = Array.from({ length: 121 }, (_, k) => a0 * (a1 / a0) ** (k / 120));
+    const marks = [gaussianAlphaStar(n), typical].map((a) => [a, expectedGradient(a, n, table)]);
+    return { alphas, values: alphas.map((a) => expectedGradient(a, n, table)), limit: gradientLimit(n, table), marks };
+  }
+
+  // The same for cosine scores at n keys and dimension d, by quadrature:
+  // E[alpha (1 - sum p^2)] with alpha on the unit-variance score sqrt(d) cos
+  // (attnscale.expected_gradient(alpha sqrt(d), n, "cosine", d) / sqrt(d)) at
+  // 41 scales up to the exact expectation's cap, its limit
+  // (gradient_limit / sqrt(d)) and the marks (alpha* from the table's
+  // spline).  The outer panels are coarser than for the entropy (within 2e-8
+  // of the package: plenty for a drawing and its caption's digits).  A
+  // generator, one expectation per step, so that the page can compute it
+  // between keystrokes (render); cosineGradientCurve runs it at once.
+  function* cosineCurveSteps(n, d, table) {
+    const root = Math.sqrt(d);
+    const typical = Math.sqrt(2 * Math.log(n));
+    const [a0, a1] = [table.gradient.span[0] * typical, Math.min(table.gradient.span[1] * typical, COSINE_CAP / root)];
+    const alphas = Array.from({ length: 41 }, (_, k) => a0 * (a1 / a0) ** (k / 40));
+    const values = [];
+    for (const a of alphas) {
+      values.push(cosineExpectation(a * root, n, d, "gradient", true) / root);
+      yield;
+    }
+    const marks = [];
+    for (const a of [cosineUnitStar(n, d, table), typical]) {
+      marks.push([a, a >= a0 && a <= a1 ? cosineExpectation(a * root, n, d, "gradient", true) / root : null]);
+      yield;
+    }
+    return { alphas, values, limit: cosineGradientLimit(n, d) / root, marks, cap: COSINE_CAP / root };
+  }
+  function cosineGradientCurve(n, d, table) {
+    const steps = cosineCurveSteps(n, d, table);
+    for (;;) {
+      const step = steps.next();
+      if (step.done) return step.value;
+    }
+  }
+
   // Figure (b): the exact expected gradient against the scale at the
-  // reader's n (Gaussian scores), log scale axis, with the source's alpha*,
-  // the typical row's sqrt(2 log n) and the limit marked.  Same plain SVG.
-  function plotGradient(s, table) {
+  // reader's n (and d, for cosines), log scale axis, with the source's
+  // alpha*, the typical row's sqrt(2 log n) and the limit marked.  Same
+  // plain SVG.  curve: the cosine curve when render has computed it.
+  function plotGradient(s, table, curve) {
     const g = table.gradient;
     const n = roundHalfEven(s.n);
     const caption = el("figcaption", "", { id: "calc-gradient-caption" });
     const figure = el("figure", [caption], { class: "calc-figure calc-gradient" });
     if (n > g.nMax) {
       caption.textContent =
-        `The exact expected gradient is tabulated for n up to ${fmtG(g.nMax)} keys, as attnscale ` +
-        `computes it; n = ${fmtG(n)} is beyond that, so this figure is not drawn.`;
+        `attnscale computes the exact expected gradient for n up to ${fmtG(g.nMax)} keys; ` +
+        `n = ${fmtG(n)} is beyond that, so this figure is not drawn.`;
       return figure;
     }
+    const cosine = s.scores === "cosine";
+    curve ??= cosine ? cosineGradientCurve(n, s.d, table) : gaussianGradientCurve(n, table);
+    const { alphas, values, limit, marks } = curve;
+    const [a0, a1] = [alphas[0], alphas[alphas.length - 1]];
+    const highest = Math.max(...values);
+    // the limit drawn where the curve comes near it (for cosines at small d it is far above, or infinite)
+    const showLimit = Number.isFinite(limit) && limit <= 1.5 * highest;
+    const top = showLimit ? limit : highest;
     const [W, H, left, right, bottom, lg] = [360, 200, 50, 16, 34, Math.log10]; // left: room for the y label
-    const typical = Math.sqrt(2 * Math.log(n));
-    const [a0, a1] = g.span.map((f) => f * typical);
-    const alphas = Array.from({ length: 121 }, (_, k) => a0 * (a1 / a0) ** (k / 120));
-    const values = alphas.map((a) => expectedGradient(a, n, table));
-    const limit = gradientLimit(n, table);
     const X = (a) => (left + ((lg(a) - lg(a0)) / (lg(a1) - lg(a0))) * (W - left - right)).toFixed(1);
-    const Y = (v) => (H - bottom - (v / (1.1 * limit)) * (H - bottom - 8)).toFixed(1);
+    const Y = (v) => (H - bottom - (v / (1.1 * top)) * (H - bottom - 8)).toFixed(1);
     const svgText = (x, y, t, anchor = "middle") => `<text x="${x}" y="${y}" text-anchor="${anchor}">${t}</text>`;
     let svg = "";
     // grid lines at round values: a step of 1, 2 or 5 times a power of ten, at most five lines
-    const power = 10 ** Math.floor(Math.log10(limit / 4));
-    const step = [1, 2, 5, 10].map((f) => f * power).find((h) => limit / h <= 4);
-    for (let v = 0; v <= 1.1 * limit; v += step) {
+    const power = 10 ** Math.floor(Math.log10(top / 4));
+    const step = [1, 2, 5, 10].map((f) => f * power).find((h) => top / h <= 4);
+    for (let v = 0; v <= 1.1 * top; v += step) {
       svg += `<line class="grid" x1="${left}" x2="${W - right}" y1="${Y(v)}" y2="${Y(v)}"/>`;
       svg += svgText(left - 4, +Y(v) + 4, fmtG(+v.toPrecision(12)), "end");
     }
     for (let e = Math.ceil(lg(a0)); e <= lg(a1); e++) svg += svgText(X(10 ** e), H - bottom + 16, String(10 ** e));
-    svg += `<line class="curve1 limit" x1="${left}" x2="${W - right}" y1="${Y(limit)}" y2="${Y(limit)}"/>`;
-    svg += `<path class="curve0" d="M${alphas.map((a, i) => `${X(a)},${Y(values[i])}`).join("L")}"/>`;
-    const star = gaussianAlphaStar(n);
-    const marks = [
-      [star, "α*"],
-      [typical, "√(2 ln n)"],
-    ];
-    for (const [a, label] of marks) {
-      svg += `<line class="mark" x1="${X(a)}" x2="${X(a)}" y1="8" y2="${H - bottom}"/>`;
-      svg += `<circle class="curve0" data-label="${label}" cx="${X(a)}" cy="${Y(expectedGradient(a, n, table))}" r="3.5"/>`;
-      // labels low, where the rising curve is not (it is near 0 only far left of both marks)
-      svg += svgText(+X(a) + 3, H - bottom - 6 - (a === typical ? 0 : 14), label, "start");
+    if (showLimit) {
+      svg += `<line class="curve1 limit" x1="${left}" x2="${W - right}" y1="${Y(limit)}" y2="${Y(limit)}"/>`;
     }
+    const points = alphas.map((a, i) => [+X(a), +Y(values[i])]);
+    svg += `<path class="curve0" d="${cosine ? smoothPath(points) : "M" + points.map((p) => p.join(",")).join("L")}"/>`;
+    const labels = ["α*", "√(2 ln n)"];
+    marks.forEach(([a, value], k) => {
+      if (value === null) return; // beyond the exact expectation's range
+      svg += `<line class="mark" x1="${X(a)}" x2="${X(a)}" y1="8" y2="${H - bottom}"/>`;
+      svg += `<circle class="curve0" data-label="${labels[k]}" cx="${X(a)}" cy="${Y(value)}" r="3.5"/>`;
+      // labels low, where the rising curve is not (it is near 0 only far left of both marks)
+      svg += svgText(+X(a) + 3, H - bottom - 6 - (k === 1 ? 0 : 14), labels[k], "start");
+    });
     svg += svgText((left + W) / 2, H - 4, "scale α (multiples of the standard scale)");
     svg += `<text x="10" y="${(H - bottom) / 2}" text-anchor="middle" transform="rotate(-90 10 ${(H - bottom) / 2})">E[α(1 − Σp²)]</text>`;
-    const share = (a) => fmtF((100 * expectedGradient(a, n, table)) / limit, 1);
-    caption.textContent =
-      `The exact expected gradient E[α(1 − Σp²)] of softmax over n = ${fmtG(n)} Gaussian scores against ` +
-      `the scale α (solid), and its limit ${fmtG(limit, 4)} as α grows (dashed): it rises toward the limit ` +
-      `and has no maximum on this range.  The source's α* = ${fmtG(star, 4)} reaches ${share(star)}% of ` +
-      `the limit; √(2 ln n) = ${fmtG(typical, 4)}, the freezing scale, near which a typical row's gradient ` +
-      `(geometric-mean criterion) is largest, reaches ${share(typical)}%.` +
-      (s.scores === "cosine"
-        ? "  Cosine scores: the page has no exact curve for them; attnscale.expected_gradient(alpha, n, " +
-          `"cosine", d) computes it.`
-        : "");
+    caption.textContent = cosine ? cosineCaption(s, n, curve, showLimit) : gaussianCaption(n, curve);
     const labelled = 'role="img" aria-labelledby="calc-gradient-caption"';
     figure.insertAdjacentHTML("afterbegin", `<svg viewBox="0 0 ${W} ${H}" ${labelled}>${svg}</svg>`);
     return figure;
+  }
+
+  // A smooth path through points (Catmull-Rom, as cubic Bezier segments): the cosine curve has 41.
+  function smoothPath(p) {
+    let d = `M${p[0].join(",")}`;
+    for (let i = 0; i + 1 < p.length; i++) {
+      const [a, b, c, e] = [p[Math.max(i - 1, 0)], p[i], p[i + 1], p[Math.min(i + 2, p.length - 1)]];
+      const c1 = [b[0] + (c[0] - a[0]) / 6, b[1] + (c[1] - a[1]) / 6].map((v) => v.toFixed(1));
+      const c2 = [c[0] - (e[0] - b[0]) / 6, c[1] - (e[1] - b[1]) / 6].map((v) => v.toFixed(1));
+      d += ` C${c1.join(",")} ${c2.join(",")} ${c.join(",")}`;
+    }
+    return d;
+  }
+
+  function gaussianCaption(n, { limit, marks }) {
+    const [[star, atStar], [typical, atTypical]] = marks;
+    const share = (v) => fmtF((100 * v) / limit, 1);
+    return (
+      `The exact expected gradient E[α(1 − Σp²)] of softmax over n = ${fmtG(n)} Gaussian scores against ` +
+      `the scale α (solid), and its limit ${fmtG(limit, 4)} as α grows (dashed): it rises toward the limit ` +
+      `and has no maximum on this range.  The source's α* = ${fmtG(star, 4)} reaches ${share(atStar)}% of ` +
+      `the limit; √(2 ln n) = ${fmtG(typical, 4)}, the freezing scale, near which a typical row's gradient ` +
+      `(geometric-mean criterion) is largest, reaches ${share(atTypical)}%.`
+    );
+  }
+
+  // Says what the cosine curve shows, from its numbers: whether it rises over
+  // the whole range, where the limit is, and what the marks reach.
+  function cosineCaption(s, n, { alphas, values, limit, marks, cap }, showLimit) {
+    const [[star, atStar], [typical, atTypical]] = marks;
+    const rises = values.every((v, i) => i === 0 || v > values[i - 1]);
+    const peak = values.indexOf(Math.max(...values));
+    let text =
+      `The exact expected gradient E[α(1 − Σp²)] of softmax over n = ${fmtG(n)} cosine scores at ` +
+      `d = ${fmtG(s.d)} against the scale α on the unit-variance score √d·cos (solid), up to ` +
+      `${fmtG(alphas[alphas.length - 1], 4)}` +
+      (alphas[alphas.length - 1] < cap * (1 - 1e-12)
+        ? ""
+        : `, the exact expectation's cap (${fmtG(COSINE_CAP)} on the cosine)`);
+    if (showLimit) text += `, and its limit ${fmtG(limit, 4)} as α grows (dashed)`;
+    else if (Number.isFinite(limit)) text += `; its limit as α grows, ${fmtG(limit, 4)}, is above this range`;
+    else {
+      text +=
+        "; at d = 2 it has no finite limit as α grows (the gap between the two largest cosines has " +
+        "infinite density at 0)";
+    }
+    text += rises ? ": it rises over this range." : `: on this range it is largest at α = ${fmtG(alphas[peak], 3)}.`;
+    const reach = (v) =>
+      Number.isFinite(limit) ? `reaches ${fmtF((100 * v) / limit, 1)}% of the limit` : `gives ${fmtG(v, 4)}`;
+    text +=
+      atStar === null
+        ? `  The source's α* = ${fmtG(star, 4)} is beyond this range.`
+        : `  The source's α* = ${fmtG(star, 4)} ${reach(atStar)}.`;
+    if (atTypical !== null) {
+      text +=
+        `  √(2 ln n) = ${fmtG(typical, 4)}, the Gaussian freezing scale carried over to cosines, ` +
+        `${reach(atTypical)}.`;
+    }
+    return text;
+  }
+
+  // Figure (b) in the form: for Gaussian scores at once, from the table;
+  // for cosines from the curves already computed, or else a line saying it
+  // is being computed while the curve's 43 quadratures run a few at a time
+  // (15 ms slices) between the reader's keystrokes, then drawn in its place.
+  // A new n or d drops the job under way.
+  const curves = new Map();
+  let job = null;
+  function gradientFigure(form, s, table) {
+    const n = roundHalfEven(s.n);
+    if (s.scores !== "cosine" || n > table.gradient.nMax) return plotGradient(s, table);
+    const key = `${n} ${s.d}`;
+    if (curves.has(key)) return plotGradient(s, table, curves.get(key));
+    if (job?.key !== key) {
+      if (job) clearTimeout(job.timer);
+      const mine = { key, steps: cosineCurveSteps(n, s.d, table) };
+      const run = () => {
+        if (job !== mine) return;
+        const start = performance.now();
+        let step;
+        do step = mine.steps.next();
+        while (!step.done && performance.now() - start < 15);
+        if (!step.done) {
+          mine.timer = setTimeout(run, 0);
+          return;
+        }
+        job = null;
+        if (curves.size > 32) curves.clear();
+        curves.set(key, step.value);
+        const waiting = form.querySelector(`.calc-gradient[data-key="${key}"]`);
+        if (waiting) waiting.replaceWith(plotGradient(s, table, step.value));
+      };
+      job = mine;
+      mine.timer = setTimeout(run, 0);
+    }
+    const caption = el(
+      "figcaption",
+      `Computing the exact expected gradient for n = ${fmtG(n)} cosine scores at d = ${fmtG(s.d)} …`,
+      { id: "calc-gradient-caption" },
+    );
+    return el("figure", [caption], { class: "calc-figure calc-gradient", "data-key": key });
   }
 
   function render(form, table) {
@@ -685,7 +1367,7 @@
     const caption = el("caption", `scale for softmax(scale × ${unit})`);
     const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
-    const figures = [plot(result.setting, table), plotGradient(result.setting, table)];
+    const figures = [plot(result.setting, table), gradientFigure(form, result.setting, table)];
     out.replaceChildren(tbl, el("p", "Notes:"), notes, ...figures);
     showScrollHint(form);
     return `${rows.length} rows updated`;
@@ -743,6 +1425,11 @@
     expectedGradient,
     expectedEntropy,
     solveEntropy,
+    cosineEntropy,
+    cosineExpectation,
+    cosineGradientLimit,
+    cosineGradientCurve,
+    solveCosineEntropy,
     plot,
     plotGradient,
   };
