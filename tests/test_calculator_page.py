@@ -1030,9 +1030,16 @@ def test_the_form_on_the_page(browser, probe_page):
         for y in gradient.locator("line.grid").evaluate_all("ls => ls.map(l => l.getAttribute('y1'))")
     )
     dots = {c.get_attribute("data-label"): c for c in gradient.locator("circle").all()}
+    # the curve's own points (the path's segment ends, 41 of them), read off the drawing
+    ends = re.findall(r"(-?[\d.]+),(-?[\d.]+)", gradient.locator("path").get_attribute("d"))
+    xs, ys = np.array([float(x) for x, _ in ends])[::3][:41], np.array([float(y) for _, y in ends])[::3][:41]
+    assert xs.size == 41 and np.all(np.diff(xs) > 0)
     for label, a in (("α*", star), ("√(2 ln n)", typical)):
         want_y = y_zero + (y_limit - y_zero) * exact[a] / limit
-        assert abs(float(dots[label].get_attribute("cy")) - want_y) < 0.1, (label, want_y)
+        dot_x, dot_y = (float(dots[label].get_attribute(key)) for key in ("cx", "cy"))
+        assert abs(dot_y - want_y) < 0.1, (label, want_y)
+        # the curve passes through the dot (linear between its points: within a pixel)
+        assert abs(np.interp(dot_x, xs, ys) - dot_y) < 1.0, (label, dot_x, dot_y)
     # a cosine head's measured entropy: its alpha_L (the package's) and the exact match on the page
     tab.get_by_label("measured entropy").fill("5")
     want = at.recommend_scale(d=128, n=1000, scores="cosine", train_length=4096, head_entropy=5.0)
