@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import math
 import os
 import re
@@ -74,6 +75,10 @@ QUADRATURE = 1e-6
 #: (about 1e-6 at 1e-3 and 1e-5 at 1e-4 against the expansion): measured
 #: 1.9e-6 apart at 3e-4.
 NEAR_UNIFORM = 5e-6
+#: The same for a measured entropy a millionth of a nat below log L at
+#: d = 1e6, where the package's log density rounds (measured 5e-6 apart;
+#: test_cosine_corners_give_the_package_rows_or_a_message).
+ROUNDED = 2e-5
 SETTINGS = 400
 #: The page's pure functions, called on settings passed in from Python.
 RECOMMEND = "(s) => AttnScaleCalculator.recommend(s, window.ATTNSCALE_CALCULATOR_TABLE)"
@@ -621,6 +626,71 @@ def test_cosine_rows_across_the_domain(calculator):
         f"recommend() took {np.median(times):.0f} ms median, {max(times):.0f} ms at most"
     )
     assert solved >= 60
+
+
+#: The corners of the page's cosine domain: d at 2, just above 2, just
+#: below 10 and 1e6; n and L at 2 and 1e9; alpha_L at 1e-3 and at the cap
+#: (1e4 on the cosine), and a measured entropy near 0 and near log L.
+COSINE_CORNERS = [
+    *(
+        dict(d=d, n=n, trainLength=length, headScale=a, headEntropy=None)
+        for d in (2.0, 2.000001, 9.999, 1e6)
+        for n, length in ((2.0, 1e9), (1e9, 2.0))
+        for a in (1e-3, 1e4 / math.sqrt(d))
+    ),
+    *(
+        dict(d=d, n=1e9, trainLength=length, headScale=None, headEntropy=h)
+        for d in (2.0, 1e6)
+        for length, h in ((3.0, 1e-3), (3.0, math.log(3.0) - 1e-6), (1e9, 1e-2), (1e9, math.log(1e9) - 1e-6))
+    ),
+]
+
+
+def test_cosine_corners_give_the_package_rows_or_a_message(calculator):
+    """At the corners of the domain: the package's rows (or the CLI, too close to call), or its message.
+
+    Never NaN, Infinity or a zero scale; the package's error (a measured
+    entropy no scale up to the cap reaches) is the page's inline message,
+    with the package's number.  A measured entropy a millionth of a nat
+    below log L (a head all but uniform) is the one place the two differ by
+    more than ``QUADRATURE``: there alpha_L hangs on E[H]'s last digits, and
+    at d = 1e6 the package's log density (d - 2) log|sin theta| carries
+    rounding of about 1e-10, which moves its alpha_L by 5e-6; the page's
+    (through log1p) agrees with the expansion alpha^2 (L - 1)/(2L) = log L - H_L
+    to its own error, of order alpha^2.  There the page is held to the
+    expansion, and to the package within ``ROUNDED``.
+    """
+    for corner in COSINE_CORNERS:
+        setting = {**corner, "scores": "cosine", "causal": False}
+        page = calculator.evaluate(RECOMMEND, setting)
+        uniform = (
+            corner["headEntropy"] is not None
+            and math.log(corner["trainLength"]) - corner["headEntropy"] < 1e-5
+        )
+        if uniform:
+            length, gap = corner["trainLength"], math.log(corner["trainLength"]) - corner["headEntropy"]
+            solved = calculator.evaluate(COSINE_SOLVE, [[corner["headEntropy"], length, corner["d"]]])[0]
+            expansion = math.sqrt(2 * gap * length / (length - 1))
+            assert solved["alpha"] == pytest.approx(expansion, rel=10 * expansion**2), (corner, solved)
+        text = json.dumps(page)
+        assert "NaN" not in text and "Infinity" not in text, (setting, page)
+        try:
+            rec = _package(setting)
+        except ValueError as error:
+            assert page.get("field") == "head_entropy", (setting, page)
+            top = re.search(r"no scale up to (\S+)", str(error))[1]
+            assert f"no scale up to {top} " in page["error"], (setting, page, error)
+            continue
+        assert "error" not in page, (setting, page)
+        rows = {e.criterion: e for e in rec.entries}
+        for row in page["entries"]:
+            if row["cli"]:
+                assert any(TOO_CLOSE_COSINE in note for note in page["notes"]), (setting, page["notes"])
+                continue
+            assert row["scale"] > 0
+            tolerance = ROUNDED if uniform else TOLERANCE[_kind(row, setting)]
+            assert row["scale"] == pytest.approx(rows[row["criterion"]].scale, rel=tolerance), (setting, row)
+        assert [r["criterion"] for r in page["entries"] if r["criterion"] in rows] == list(rows), setting
 
 
 #: Settings next to where a row changes, found by the referee: the exact
