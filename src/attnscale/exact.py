@@ -366,8 +366,12 @@ def cosine_law(d) -> ScoreLaw:
     def log_density_z(z):
         if d == 2.0:
             return np.zeros(np.shape(z)) - log_norm
+        # |sin z| = cos(z + pi/2) = 1 - 2 sin^2((z + pi/2)/2): log1p keeps the
+        # digits of log|sin z| near z = -pi/2, where the density of a large d
+        # lives (log of the rounded |sin z| moved it by 1e-10 per node at
+        # d = 1e6, times d - 2)
         with np.errstate(divide="ignore"):
-            return (d - 2.0) * np.log(np.abs(np.sin(z))) - log_norm
+            return (d - 2.0) * np.log1p(-2.0 * np.sin(0.5 * (z + 0.5 * np.pi)) ** 2) - log_norm
 
     def log_sf(s):
         # P(c - 1 > s) = P(c > 1 + s) = I_{-s/2}(a, a)
