@@ -106,6 +106,30 @@ def test_deterministic_under_a_seed():
         np.testing.assert_array_equal(ea[key], eb[key])
 
 
+@pytest.mark.parametrize("learn_gain", [False, [False, True, True]])
+def test_replicas_a_few_at_a_time_give_the_same_bits(monkeypatch, learn_gain):
+    # a training step computes a few replicas at a time (cache-sized); the
+    # numbers are those of one pass over all of them, bit for bit
+    kwargs = dict(
+        replicas=5,
+        steps=12,
+        batch=4,
+        seed=3,
+        learn_gain=learn_gain,
+        loss="readout",
+        optimizer=["adam", "sgd", "adam"],
+        learning_rate=[0.01, 0.5, 0.02],
+    )
+    monkeypatch.setattr("attnscale.training._CACHE_NUMBERS", 2**40)  # all replicas in one pass
+    whole = at.train_attention(64, [4, 8, 8], [0.5, 1.0, 2.0], **kwargs)
+    monkeypatch.setattr("attnscale.training._CACHE_NUMBERS", 2 * 4 * 3 * 64)  # two replicas a pass, then one
+    parts = at.train_attention(64, [4, 8, 8], [0.5, 1.0, 2.0], **kwargs)
+    for name in ("losses", "w_query", "w_key", "gain"):
+        np.testing.assert_array_equal(getattr(parts, name), getattr(whole, name))
+    if learn_gain:  # the gain's gradient was exercised
+        assert not np.array_equal(whole.gain, np.ones_like(whole.gain))
+
+
 def test_scales_share_data_and_initialization():
     result = at.train_attention(32, 8, [1.0, 1.0], replicas=2, steps=5, batch=4)
     np.testing.assert_array_equal(result.losses[:, 0], result.losses[:, 1])

@@ -81,6 +81,11 @@ TUNED_MARGIN = 1.5
 #: not depend on it): 2**22 ran twice as fast as 2**24, whose arrays leave
 #: the cache, and faster than 2**20, which pays Python per block (measured).
 _EVAL_KEYS, _EVAL_WEIGHTS = 2**22, 2**22
+#: Attention weights, (replicas, batch, models, n), held at a time in a
+#: training step: the step's dozen passes over them run from the cache
+#: instead of memory.  Every replica's arithmetic is its own, so the numbers
+#: do not depend on it (a test checks the bits).
+_CACHE_NUMBERS = 2**18
 LOSSES = ("ce", "readout")
 
 
@@ -439,6 +444,31 @@ def _loss_and_gradients(
     return value, (d_query, d_key, d_gain), (p, z, index)
 
 
+def _replica_by_replica(params, scales, keys, queries, targets, loss, gain_gradient):
+    """The batch's loss and gradients, a few replicas at a time (see ``_CACHE_NUMBERS``)."""
+    replicas, batch, n = keys.shape[:3]
+    per_pass = max(1, _CACHE_NUMBERS // (batch * scales.size * n))
+    value = np.empty((replicas, scales.size))
+    grads = [np.empty_like(params[0]), np.empty_like(params[1]), np.empty((replicas, scales.size))]
+    for start in range(0, replicas, per_pass):
+        r = slice(start, start + per_pass)
+        value[r], parts, _ = _loss_and_gradients(
+            params[0][r],
+            params[1][r],
+            scales,
+            params[2][r],
+            1.0,
+            keys[r],
+            queries[r],
+            targets[r],
+            loss,
+            gain_gradient=gain_gradient,
+        )
+        for k in range(3):
+            grads[k][r] = parts[k]
+    return value, grads
+
+
 def _head_dims(d, size):
     """One head dimension per model from ``d`` (an int or one per multiplier)."""
     if isinstance(d, list | tuple | np.ndarray):
@@ -596,20 +626,8 @@ def train_attention(
     beta1, beta2, eps = 0.9, 0.999, 1e-8
     for step in range(steps):
         keys, queries, targets = retrieval_batch(replicas, batch, n, m, rng, query_noise)
-        value, grads, _ = _loss_and_gradients(
-            params[0],
-            params[1],
-            scales,
-            params[2],
-            1.0,
-            keys,
-            queries,
-            targets,
-            loss,
-            gain_gradient=learns.any(),
-        )
+        value, grads = _replica_by_replica(params, scales, keys, queries, targets, loss, learns.any())
         losses[:, :, step] = value
-        grads = list(grads)
         grads[2] = np.where(learns, grads[2], 0.0)
         for k in range(3):
             per_model = (1, n_scales) + (1,) * (grads[k].ndim - 2)
