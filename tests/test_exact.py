@@ -147,6 +147,13 @@ def test_gradient_limit_closed_forms():
     np.testing.assert_allclose(at.gradient_limit(n, "cosine", 3), n / 2, rtol=1e-10)
     # d = 2: f^2 is not integrable at the ends, the limit is infinite
     assert at.gradient_limit(100, "cosine", 2) == np.inf
+    # two keys: 2 int f(c)^2 dc = 2 B(1/2, d - 2) / B(1/2, (d - 1)/2)^2; below
+    # d = 3, f is unbounded at both ends (at d = 2.05 the package was once a
+    # factor 5e5 off, at 2.5 5e-5: the angle went through the score and back)
+    dims = np.array([2.4, 2.5, 2.8, 3.5, 5.2, 7.5, 128.0])
+    closed = [2 * mp.beta(0.5, k - 2) / mp.beta(0.5, (k - 1) / 2) ** 2 for k in dims]
+    got = [at.gradient_limit(2, "cosine", k) for k in dims]
+    np.testing.assert_allclose(got, np.array(closed, dtype=float), rtol=1e-8)
 
 
 @pytest.mark.parametrize(("alpha", "n"), list(references.NESTED_QUADRATURE))
