@@ -7,6 +7,7 @@ reader builds.
 
 from __future__ import annotations
 
+import ctypes.util
 import re
 import shutil
 import subprocess
@@ -24,6 +25,14 @@ BUILD_FLAGS = ["--all", "-W", "-n", "--keep-going"]
 
 #: The programs the PDF build and its tests need (Debian packages: README, "The PDF").
 PDF_TOOLS = ("xelatex", "latexmk", "pdftotext", "pdfimages", "pdfinfo")
+
+
+def missing_pdf_tools() -> list[str]:
+    """What the PDF build lacks: programs of :data:`PDF_TOOLS`, and the Cairo library CairoSVG loads."""
+    missing = [tool for tool in PDF_TOOLS if shutil.which(tool) is None]
+    if ctypes.util.find_library("cairo") is None:  # the figures' SVG-to-PDF conversion
+        missing.append("libcairo (Debian's libcairo2)")
+    return missing
 
 #: Headless Chromium without anything that reaches the network on its own.
 CHROMIUM_ARGS = [

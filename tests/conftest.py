@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from bookbuild import CHROMIUM_ARGS, PDF_TOOLS, build_pdf, copy_book, notebook_chapters, start_build
+from bookbuild import CHROMIUM_ARGS, build_pdf, copy_book, missing_pdf_tools, notebook_chapters, start_build
 
 RERUN_SCRIPT = Path(__file__).with_name("rerun_chapters.py")
 BACKGROUND = pytest.StashKey[dict]()
@@ -62,7 +62,7 @@ def pytest_collection_finish(session):
         source = copy_book(factory.mktemp("book-src"))
         background["book"] = start_build(source, factory.mktemp("book-out"))
         wants_pdf = any(item.nodeid.startswith("tests/test_pdf.py") for item in items)
-        if wants_pdf and all(shutil.which(tool) for tool in PDF_TOOLS):
+        if wants_pdf and not missing_pdf_tools():
             background["pdf"] = _after_build(background["book"])
 
 

@@ -14,7 +14,7 @@ Its text is extracted with ``pdftotext`` and compared with the HTML:
   vector graphics, and every HTML page links the PDF, which the build has
   copied next to the pages.
 
-Skipped when XeLaTeX or pdftotext is missing, unless ATTNSCALE_REQUIRE_PDF=1
+Skipped when XeLaTeX, pdftotext or Cairo is missing, unless ATTNSCALE_REQUIRE_PDF=1
 (set by .ci/run), which makes their absence a failure.
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 import html as html_lib
 import os
 import re
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -31,11 +30,10 @@ from urllib.parse import urlsplit
 
 import jupytext
 import pytest
-from bookbuild import PDF_TOOLS, ROOT, build_pdf, notebook_chapters, pdf_name
+from bookbuild import ROOT, build_pdf, missing_pdf_tools, notebook_chapters, pdf_name
 
 pytestmark = pytest.mark.book
 
-TOOLS = PDF_TOOLS
 
 #: Pages whose every glued number must also be in the PDF.
 GLUE_PAGES = ("gaussian-scores", "cosine-scores", "entropy-invariance")
@@ -52,7 +50,7 @@ NUMBER_WORDS = dict(
 
 
 def _require_tools():
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    missing = missing_pdf_tools()
     if missing:
         message = f"PDF tools missing: {', '.join(missing)} (Debian: see README, 'The PDF')"
         if os.environ.get("ATTNSCALE_REQUIRE_PDF") == "1":

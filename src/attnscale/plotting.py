@@ -39,7 +39,8 @@ BOOK_STYLE = {
     "figure.constrained_layout.use": True,
     # text as paths: the SVG looks the same without the fonts installed
     "svg.fonttype": "path",
-    # the SVG carries no creation date, so a rebuild gives the same file
+    # the SVG's element ids do not change from one build to the next (the
+    # creation date is left out where the figure is saved: use_book_style)
     "svg.hashsalt": "attnscale",
 }
 
@@ -68,4 +69,6 @@ def use_book_style() -> None:
     # keeps axes, their labels, titles and legends inside the figure (text
     # placed by hand outside the axes would be cut off), and the box adds a
     # pass over every artist's extent (15-20% of a figure's rendering).
-    set_matplotlib_formats(*FIGURE_FORMATS, bbox_inches=None)
+    # No creation date in the SVG (matplotlib writes one by default), so a
+    # rebuild gives the same file, and the same image name in the book.
+    set_matplotlib_formats(*FIGURE_FORMATS, bbox_inches=None, metadata={"Date": None})
