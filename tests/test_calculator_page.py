@@ -11,6 +11,10 @@ few hundred random settings across the documented domain in one
 * the causal Gaussian gradient row and the cosine gradient row,
   interpolated from the build's table (``book/_ext/calculator_table.py``),
   to ``INTERPOLATED`` relative;
+* the causal cosine gradient row, which the page computes as the package
+  does (its log moment generating function, the sum and integral over
+  positions and the bounded search), to ``CAUSAL_COSINE`` relative, and the
+  numbers of its note to the digits printed;
 * for cosine scores, the exact entropy match and alpha_L from a measured
   entropy (with the rows that scale with it), which the page computes by
   quadrature of the exact expectations, to ``QUADRATURE`` relative; the
@@ -20,14 +24,17 @@ few hundred random settings across the documented domain in one
 * the same rows, in the same order, with the same names and sources; the
   rows the page cannot compute say "see the CLI" and give no number; the
   notes are the package's, word for word, except the causal note (its
-  interpolated numbers), the page's own "see the CLI" notes and the notes
-  of the package's solvers behind them (the exact match's range notes,
-  which the page can know, are compared too);
+  interpolated numbers for dot products; for cosines its numbers may differ
+  only where the package's lie within ``CAUSAL_COSINE_NOTE`` of a rounding
+  boundary), the page's own "see the CLI" notes and the notes of the
+  package's solvers behind them (the exact match's range notes, which the
+  page can know, are compared too);
 * bad input gives an inline message, never a number.
 
 One more test builds a probe book (the calculator's section of
 ``book/recipes.md`` only, no code cells) and types into the real form,
-timing an update and figure (b) for cosine scores.
+timing an update and figure (b) for cosine scores, and the causal cosine
+row at its slowest settings.
 """
 
 from __future__ import annotations
@@ -63,6 +70,21 @@ INTERPOLATED = 1e-3
 #: n_ref is compared with the package's to this, and the note's number,
 #: printed to 4 digits as the CLI prints it, may differ in its last digits.
 N_REF = 1e-2
+#: The causal cosine gradient row: the page runs the package's computation
+#: (the same series and Debye expansion, the same positions and panels, the
+#: same bounded Brent search), so the two follow the same steps and part
+#: only where rounding flips one of the search's comparisons near its end:
+#: measured at most 3.4e-7 relative on the scale over 2,400 random (n, d)
+#: and the corners (test_causal_cosine_matches_the_package and a longer run).
+CAUSAL_COSINE = 1e-6
+#: Its note's n_ref (the key count whose optimum the scale is) magnifies
+#: that: measured at most 1.0e-6.
+CAUSAL_COSINE_NOTE = 3e-6
+#: The average share it keeps, flat at the maximum, is the same sum: measured
+#: at most 2.9e-14 apart.  Held this tight, it catches a term of the Debye
+#: expansion or of the quadrature gone (each moves the scale far less than
+#: the search's own spread above).
+CAUSAL_COSINE_SHARE = 1e-13
 #: The rows the page computes by quadrature for cosine scores (the exact
 #: match, and alpha_L from a measured entropy with the rows that scale with
 #: it): the same integrals on the same panels as the package, so they agree
@@ -87,6 +109,11 @@ COSINE_ALL = (
     "(ps) => ps.map(([n, d]) => AttnScaleCalculator.cosineUnitStar(n, d, window.ATTNSCALE_CALCULATOR_TABLE))"
 )
 CAUSAL_ALL = "(ns) => ns.map((n) => AttnScaleCalculator.causalGaussian(n, window.ATTNSCALE_CALCULATOR_TABLE))"
+#: The causal cosine row's numbers and the milliseconds each took.
+CAUSAL_COSINE_ALL = (
+    "(ps) => ps.map(([n, d]) => { const t = performance.now();"
+    " const out = AttnScaleCalculator.causalCosine(n, d); return [...out, performance.now() - t]; })"
+)
 GRADIENT_ALL = (
     "(ps) => { const t = window.ATTNSCALE_CALCULATOR_TABLE; return ps.map(([a, n]) =>"
     " [AttnScaleCalculator.expectedGradient(a, n, t), AttnScaleCalculator.gradientLimit(n, t)]); }"
@@ -190,6 +217,29 @@ def _causal_parts(note: str):
     return words, float(found[2]), float(found[4])
 
 
+def _printed_near(text: str, value: float, spec: str, rel: float) -> bool:
+    """The number as printed (format spec) of value, or of value moved by rel either way."""
+    return text in {format(value * (1.0 + t), spec) for t in (-rel, 0.0, rel)}
+
+
+def _causal_cosine_note_agrees(page: str, package: str, n: float, d: float) -> bool:
+    """The causal note for cosines: its words, and its numbers as the package prints them."""
+    if page == package:
+        return True
+    _, want_ref, want_share = _best_causal(round(n), d)
+    found = re.fullmatch(r"(.*alpha\*\(n = )(\S+)(\), .* keeps )([\d.]+)(% .*)", page)
+    return bool(
+        found
+        and _causal_parts(page)[0] == _causal_parts(package)[0]
+        and _printed_near(found[2], want_ref, ".4g", CAUSAL_COSINE_NOTE)
+        and _printed_near(found[4], want_share * 100.0, ".1f", CAUSAL_COSINE_NOTE)
+    )
+
+
+#: attnscale.best_causal_scale, once per setting (the package's note prints its numbers rounded)
+_best_causal = functools.lru_cache(maxsize=None)(at.best_causal_scale)
+
+
 #: The package's two range checks before its exact-match solver (simple
 #: comparisons the page makes too, so their notes must be on the page word
 #: for word); any other note of that row comes from the solver.
@@ -244,6 +294,8 @@ def _kind(row: dict, setting: dict) -> str:
     cosine = setting["scores"] == "cosine"
     if row["criterion"].startswith("exact entropy match"):
         return "quadrature" if cosine else "interpolated"
+    if row["criterion"] == "gradient (cosine mean field), causal":
+        return "causal cosine"
     if row["criterion"].startswith(("gradient, causal", "gradient (cosine")):
         return "interpolated"
     if setting["headEntropy"] is not None and not row["criterion"].startswith(HEADLESS_ROWS):
@@ -251,14 +303,19 @@ def _kind(row: dict, setting: dict) -> str:
     return "closed"
 
 
-TOLERANCE = {"closed": CLOSED, "interpolated": INTERPOLATED, "quadrature": QUADRATURE}
+TOLERANCE = {
+    "closed": CLOSED,
+    "interpolated": INTERPOLATED,
+    "quadrature": QUADRATURE,
+    "causal cosine": CAUSAL_COSINE,
+}
 
 
 def test_page_agrees_with_the_package(calculator):
     settings = _settings(SETTINGS)
     pages = calculator.evaluate(RECOMMEND_ALL, settings)
-    worst = {"closed": 0.0, "interpolated": 0.0, "quadrature": 0.0}
-    counted = {"closed": 0, "interpolated": 0, "quadrature": 0}
+    worst = dict.fromkeys(TOLERANCE, 0.0)
+    counted = dict.fromkeys(TOLERANCE, 0)
     sent_near_boundary = computed = 0
     for setting, page in zip(settings, pages, strict=True):
         rec = _package(setting)
@@ -306,8 +363,6 @@ def test_page_agrees_with_the_package(calculator):
             note
             for note in rec.notes
             if not note.startswith("causal: the best fixed scale")
-            # the causal cosine gradient row is left to the CLI, and its notes with it
-            and not (causal_cosine and note.startswith("gradient (cosine"))
             and not (exact_to_cli and _is_solver_note(note))
             and not (sqrt_to_cli and note.startswith("sqrt rule"))
         ]
@@ -315,14 +370,17 @@ def test_page_agrees_with_the_package(calculator):
         assert len(page_notes) == len(package_notes), (setting, page_notes, package_notes)
         for page_note, package_note in zip(page_notes, package_notes, strict=True):
             assert _same_note(page_note, package_note), (setting, page_note, package_note)
-        # the causal note: the same words, its numbers from the table to their tolerances
-        # (for cosines the page leaves the causal row, and so this note, to the CLI)
-        causal = [_causal_parts(note) for note in page["notes"] if note.startswith(CAUSAL_NOTE)]
-        want = [
-            _causal_parts(note) for note in rec.notes if note.startswith(CAUSAL_NOTE) and not causal_cosine
-        ]
-        assert len(causal) == len(want) == (setting["causal"] and setting["scores"] == "dot"), setting
-        for (words, n_ref, share), (want_words, want_ref, want_share) in zip(causal, want, strict=True):
+        # the causal note: the same words, its numbers from the table to their tolerances (for
+        # cosines, computed as the package computes them, as the package prints them)
+        page_causal = [note for note in page["notes"] if note.startswith(CAUSAL_NOTE)]
+        want_causal = [note for note in rec.notes if note.startswith(CAUSAL_NOTE)]
+        assert len(page_causal) == len(want_causal) == setting["causal"], setting
+        for got, want in zip(page_causal, want_causal, strict=True):
+            if causal_cosine:
+                assert _causal_cosine_note_agrees(got, want, setting["n"], setting["d"]), (setting, got, want)
+                continue
+            words, n_ref, share = _causal_parts(got)
+            want_words, want_ref, want_share = _causal_parts(want)
             assert words == want_words, (setting, words, want_words)
             assert n_ref == pytest.approx(want_ref, rel=N_REF), (setting, n_ref, want_ref)
             # its share in % to one decimal: the table's 1e-3 and two roundings
@@ -333,6 +391,7 @@ def test_page_agrees_with_the_package(calculator):
     # boundary is rare among random settings
     print(f"sent to the CLI near a boundary: {sent_near_boundary} of {computed} settings with L")
     assert counted["quadrature"] >= 50
+    assert counted["causal cosine"] >= 30
     assert sent_near_boundary <= 0.05 * computed
 
 
@@ -351,6 +410,45 @@ def test_causal_table_matches_the_package_between_its_nodes(calculator):
         assert n_eq == pytest.approx(want_ref, rel=N_REF), n
         worst_ref = max(worst_ref, abs(n_eq / want_ref - 1))
     print(f"\nworst relative error of the causal row: {worst:.1e}; of its n_ref: {worst_ref:.1e}")
+
+
+#: The causal cosine row at the corners of its domain: d from 2 to the form's 1e6, n from 2 to 1e15.
+CAUSAL_COSINE_CORNERS = [
+    (n, d) for d in (2.0, 3.0, 10.0, 128.0, 1e6) for n in (2.0, 3.0, 1024.0, 1025.0, 2048.0, 1e5, 1e15)
+]
+
+
+def test_causal_cosine_matches_the_package(calculator):
+    """The causal cosine row alone: the corners and 1,000 random (n, d) over the domain, and its time."""
+    rng = np.random.default_rng(23)
+    n = np.exp(rng.uniform(math.log(2), math.log(1e15), 1000))
+    d = np.exp(rng.uniform(math.log(2), math.log(1e6), 1000))
+    pairs = [*CAUSAL_COSINE_CORNERS, *([float(a), float(b)] for a, b in zip(n, d, strict=True))]
+    page = calculator.evaluate(CAUSAL_COSINE_ALL, pairs)
+    worst, times = np.zeros(3), []
+    for (length, dim), (*got, ms) in zip(pairs, page, strict=True):
+        want = _best_causal(round(length), dim)
+        error = np.abs(np.array(got) / np.array(want) - 1.0)
+        assert error[0] <= CAUSAL_COSINE and error[2] <= CAUSAL_COSINE_SHARE, (length, dim, got, want)
+        assert error[1] <= CAUSAL_COSINE_NOTE, (length, dim, got, want)
+        worst, times = np.maximum(worst, error), [*times, ms]
+    print(
+        f"\nworst relative error of the causal cosine row over {len(pairs)} (n, d): scale {worst[0]:.1e}, "
+        f"n_ref {worst[1]:.1e}, share {worst[2]:.1e}; "
+        f"{max(times):.0f} ms at most, median {np.median(times):.0f} ms"
+    )
+    # the whole table at the corners, notes included (the note on a scale far above the standard one at d = 2)
+    for length, dim in CAUSAL_COSINE_CORNERS:
+        setting = dict(d=dim, n=length, scores="cosine", causal=True, trainLength=None, headScale=None)
+        setting["headEntropy"] = None
+        got, rec = calculator.evaluate(RECOMMEND, setting), _package(setting)
+        row = next(r for r in got["entries"] if r["criterion"] == "gradient (cosine mean field), causal")
+        want = next(e for e in rec.entries if e.criterion == row["criterion"])
+        assert row["scale"] == pytest.approx(want.scale, rel=CAUSAL_COSINE) and not row["cli"], setting
+        assert len(got["notes"]) == len(rec.notes), (setting, got["notes"], rec.notes)
+        for page_note, package_note in zip(got["notes"], rec.notes, strict=True):
+            same = page_note == package_note
+            assert same or _causal_cosine_note_agrees(page_note, package_note, length, dim), setting
 
 
 def test_cosine_spline_matches_the_package(calculator):
@@ -801,21 +899,30 @@ def test_bad_input_gives_a_message_not_a_number(calculator, field, value):
 
 
 def test_the_cli_command_in_a_note_runs(calculator):
-    """A "see the CLI" note gives a command that prints the row it stands for."""
-    setting = dict(d="64", n="123456789", trainLength="4096", headScale="2.5", scores="cosine", causal=True)
+    """A "see the CLI" note gives a command that prints its row; rows the page computes, the CLI prints."""
+    # the exact match with the head's entropy at L just below log n, too close for the page's table
+    setting = dict(d="128", n="65536", trainLength="1e9", headScale="4.4148", scores="dot", causal=True)
     page = calculator.evaluate(RECOMMEND, setting)
     commands = [note.split("see the CLI: ")[1] for note in page["notes"] if "see the CLI: " in note]
-    assert len(commands) == 1  # the causal cosine gradient (the page computes the exact match)
+    assert len(commands) == 1  # the exact match
     argv = commands[0].split()
     assert argv[:3] == ["python", "-m", "attnscale"]
     done = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "--n 123456789 " in commands[0] and "n = 1.23457e+08" in done.stdout
-    assert "gradient (cosine mean field), causal" in done.stdout
-    assert "alpha_L = 2.5 at L = 4096" in done.stdout
-    exact = next(row for row in page["entries"] if row["criterion"] == "exact entropy match (cosine)")
-    printed = next(line for line in done.stdout.splitlines() if "exact entropy match (cosine)" in line)
-    assert printed.split()[4] == format(exact["scale"], ".4g"), (printed, exact)
+    assert "--n 65536 " in commands[0] and "--causal" in commands[0] and "n = 65536" in done.stdout
+    assert "exact entropy match (gaussian)" in done.stdout
+    assert "alpha_L = 4.415 at L = 1e+09" in done.stdout
+    # a setting the page computes whole, the causal cosine row included: the CLI prints its numbers
+    setting = dict(d="64", n="123456789", trainLength="4096", headScale="2.5", scores="cosine", causal=True)
+    page = calculator.evaluate(RECOMMEND, setting)
+    assert not any(row["cli"] for row in page["entries"]), page["entries"]
+    argv = "--d 64 --n 123456789 --cosine --causal --train-length 4096 --head-scale 2.5".split()
+    done = subprocess.run([sys.executable, "-m", "attnscale", "scale", *argv], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for name in ("gradient (cosine mean field), causal", "exact entropy match (cosine)"):
+        row = next(row for row in page["entries"] if row["criterion"] == name)
+        printed = next(line for line in done.stdout.splitlines() if name in line)
+        assert printed.split(name)[1].split()[0] == format(row["scale"], ".4g"), (printed, row)
 
 
 def test_measured_entropy_cases_the_page_leaves_to_the_package(calculator):
@@ -932,6 +1039,18 @@ async ([id, value]) => {
   const drawn = () => document.querySelector("#attnscale-calculator .calc-gradient svg");
   while (!drawn()) await new Promise((done) => setTimeout(done, 5));
   return { table, figure: performance.now() - start };
+}
+"""
+
+
+#: Types a value into a field (one input event) and times the table's (synchronous) update.
+TIME_TABLE = """
+([id, value]) => {
+  const field = document.getElementById(id);
+  const start = performance.now();
+  field.value = value;
+  field.dispatchEvent(new Event("input", { bubbles: true }));
+  return performance.now() - start;
 }
 """
 
@@ -1119,7 +1238,21 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.get_by_label("measured entropy").fill("")
     tab.get_by_role("checkbox", name="causal").check()
     text = form.inner_text()
-    assert "QK-norm initial g" in text and "see the CLI" in text
+    assert "QK-norm initial g" in text and "see the CLI" not in text
+    # the causal cosine row, computed on the page: its slowest settings (the longest length, d = 2
+    # and d = 128) update the table at once, with the package's numbers
+    tab.get_by_label("head dimension").fill("2")
+    times = [tab.evaluate(TIME_TABLE, ["calc-n", "1e15"]), tab.evaluate(TIME_TABLE, ["calc-d", "128"])]
+    print(f"\ncausal cosine, n = 1e15 at d = 2, then d = 128 typed: table {times[0]:.0f}, {times[1]:.0f} ms")
+    assert max(times) < 1000, times
+    want = at.recommend_scale(d=128, n=1e15, scores="cosine", causal=True, train_length=4096)
+    causal_row = rows.filter(has_text="gradient (cosine mean field), causal").locator("td").first.inner_text()
+    assert causal_row == format(want.entries[1].scale, ".4g"), (causal_row, want.entries[1])
+    # a "see the CLI" row (the exact match too close to its boundary for the page's table)
+    tab.get_by_label("scores", exact=True).select_option("dot")
+    for field, value in (("calc-n", "65536"), ("calc-train-length", "1e9"), ("calc-head-scale", "4.4148")):
+        tab.locator(f"#{field}").fill(value)
+    assert "see the CLI" in form.inner_text()
     # a "see the CLI" row: its source aligned as the other rows' (left), numbers right
     aligns = tab.evaluate(CLI_ROW_ALIGNMENT)
     assert aligns == {"cli source": "left", "source": "left", "number": "right"}, aligns

@@ -7,9 +7,11 @@
  * cosine gradient row (a bicubic spline), and the exact expected entropy of Gaussian scores (two bicubic
  * splines), from which the page solves the exact entropy match and a measured entropy's alpha_L.  For cosine
  * scores the exact expectations are computed here, by quadrature (the package's route, cosineExpectation, for
- * n up to 1e9): the exact entropy match, a measured entropy's alpha_L, and figure (b).  What is neither (the
- * causal cosine gradient, a maximization over positions of the cosine mean-field share), and a row whose answer
- * the table's or the quadrature's error would decide (near a boundary), says "see the CLI", with the command.
+ * n up to 1e9): the exact entropy match, a measured entropy's alpha_L, and figure (b).  So is the causal cosine
+ * gradient (causalCosine), a maximization over positions of the cosine mean-field share: the package's series
+ * and Debye expansion of the log moment generating function, its sum and quadrature over positions and its
+ * bounded search, ported.  A row whose answer the table's or the quadrature's error would decide (near a
+ * boundary) says "see the CLI", with the command.
  * tests/test_calculator_page.py compares every number with the package.  The form is in book/recipes.md (a raw
  * HTML block); plot() and plotGradient() draw its figures.
  */
@@ -746,6 +748,318 @@
   // The logit of E[H] at the cap this close to the target's: the quadrature cannot tell which side
   const CLOSE = 1e-6;
 
+  // --- the causal cosine gradient: attnscale.best_causal_scale(L, d), its mathematics ported -------
+  // The cosine's log moment generating function L(alpha) = log 0F1(; d/2; alpha^2/4) as
+  // attnscale.special computes it: the 0F1 series for alpha^2/4 <= max(nu + 1, 2500), else the uniform
+  // (Debye) expansion of I_nu (DLMF 10.41.3, seven terms), nu = d/2 - 1.  cosineParts returns
+  // [L, M = L - alpha, c = 1 - L', v = L'', m = L'], each formed without cancellation.
+  // Debye polynomials u_k(t) of DLMF 10.41.10: [denominator, [power, numerator] ...] (attnscale.special._DEBYE)
+  const DEBYE = [
+    [24, [[1, 3], [3, -5]]],
+    [1152, [[2, 81], [4, -462], [6, 385]]],
+    [414720, [[3, 30375], [5, -369603], [7, 765765], [9, -425425]]],
+    [39813120, [[4, 4465125], [6, -94121676], [8, 349922430], [10, -446185740], [12, 185910725]]],
+    [
+      6688604160,
+      [[5, 1519035525], [7, -49286948607], [9, 284499769554], [11, -614135872350], [13, 566098157625],
+        [15, -188699385875]],
+    ],
+    [
+      4815794995200,
+      [[6, 2757049477875], [8, -127577298354750], [10, 1050760774457901], [12, -3369032068261860],
+        [14, 5104696716244125], [16, -3685299006138750], [18, 1023694168371875]],
+    ],
+    [
+      115579079884800,
+      [[7, 199689155040375], [9, -12493049053044375], [11, 138799253740521843], [13, -613221795981706275],
+        [15, 1347119637570231525], [17, -1570320948552481125], [19, 931766432052080625],
+        [21, -221849150488590625]],
+    ],
+  ];
+  // log Gamma(nu + 1) - (nu log nu - nu + log(2 pi nu) / 2), for nu >= 10
+  function stirlingCorrection(nu) {
+    const inv = 1 / nu;
+    const inv2 = inv * inv;
+    const high = 1 / 1680 - inv2 * (1 / 1188 - inv2 * (691 / 360360 - inv2 / 156));
+    return inv * (1 / 12 - inv2 * (1 / 360 - inv2 * (1 / 1260 - inv2 * high)));
+  }
+  // log Gamma(nu + 1) for 0 <= nu < 10: Stirling at nu + 10, less the logs of the ten factors between
+  function logGammaSmall(nu) {
+    const m = nu + 10;
+    let sum = m * Math.log(m) - m + 0.5 * Math.log(2 * Math.PI * m) + stirlingCorrection(m);
+    for (let k = 1; k <= 10; k++) sum -= Math.log(nu + k);
+    return sum;
+  }
+  function cosineSeries(nu, alpha) {
+    const b = nu + 1;
+    const x = 0.25 * alpha * alpha;
+    // its terms fall faster than geometrically past k = sqrt(x): the package's count, tail below 1e-19
+    const count = Math.min(Math.max(Math.trunc(24 + 2 * Math.sqrt(x)), 24), 124);
+    let [term, tail, weighted] = [1, 0, 0];
+    for (let k = 1; k <= count; k++) {
+      term *= x / ((b + k - 1) * k);
+      tail += term;
+      weighted += term * k;
+    }
+    const logMgf = Math.log1p(tail);
+    const mean = alpha > 0 ? (2 * weighted) / (alpha * (1 + tail)) : 0;
+    const meanOverAlpha = alpha > 0 ? weighted / (2 * (x > 0 ? x : 1) * (1 + tail)) : 0.5 / b;
+    const complement = 1 - mean;
+    // v from the Riccati equation of the Bessel function: 1 - m^2 - (2 nu + 1) m / alpha
+    const variance = complement * (1 + mean) - (2 * nu + 1) * meanOverAlpha;
+    return [logMgf, logMgf - alpha, complement, variance, mean];
+  }
+  function cosineDebye(nu, alpha) {
+    const r = Math.hypot(nu, alpha);
+    const p = 1 / r;
+    // S = 1 + sum_k u_k(nu p) / nu^k, and its first two derivatives in p
+    let [series, dseries, d2series] = [1, 0, 0];
+    DEBYE.forEach(([den, terms], index) => {
+      const k = index + 1;
+      for (const [power, numerator] of terms) {
+        const weight = (numerator / den) * nu ** (power - k);
+        series += weight * p ** power;
+        dseries += weight * power * p ** (power - 1);
+        d2series += weight * power * (power - 1) * p ** (power - 2);
+      }
+    });
+    const logS = Math.log(series);
+    const rMinusAlpha = nu * (nu / (r + alpha)); // r - alpha, without cancellation
+    let logMgf, minusAlpha;
+    if (nu >= 10) {
+      const w = alpha * (alpha / (r + nu)); // r - nu
+      const rest = -nu * Math.log1p(w / (2 * nu)) + 0.5 * Math.log(nu / r) + stirlingCorrection(nu) + logS;
+      [logMgf, minusAlpha] = [w + rest, rMinusAlpha - nu + rest];
+    } else {
+      const rest =
+        logGammaSmall(nu) + nu * Math.log(2) - nu * Math.log(nu + r) - 0.5 * Math.log(2 * Math.PI * r) + logS;
+      [logMgf, minusAlpha] = [r + rest, rMinusAlpha + rest];
+    }
+    const slope = dseries / series;
+    const complement = (nu + rMinusAlpha) / (nu + r) + alpha * 0.5 * p * p + alpha * p * p * p * slope;
+    const mean = alpha / (nu + r) - alpha * 0.5 * p * p - alpha * p * p * p * slope;
+    const ap = alpha * p;
+    const variance =
+      (nu * p) / (nu + r) -
+      0.5 * ((nu - alpha) * p) * ((nu + alpha) * p) * p * p -
+      p ** 3 * slope +
+      3 * ap * ap * p ** 3 * slope +
+      ap * ap * p ** 4 * (d2series / series - slope * slope);
+    return [logMgf, minusAlpha, complement, variance, mean];
+  }
+  function cosineParts(nu, alpha) {
+    const series = alpha <= 2 * Math.sqrt(Math.max(nu + 1, 2500));
+    return series ? cosineSeries(nu, alpha) : cosineDebye(nu, alpha);
+  }
+  // log R = L(2 alpha) - 2 L(alpha), the gap L'(2 alpha) - L'(alpha), and the parts (for their variances)
+  function cosineRatio(nu, alpha) {
+    const one = cosineParts(nu, alpha);
+    const two = cosineParts(nu, 2 * alpha);
+    const logRatio = two[0] < alpha ? two[0] - 2 * one[0] : two[1] - 2 * one[1];
+    const gap = one[2] < 0.5 ? one[2] - two[2] : two[4] - one[4];
+    return { logRatio, gap, one, two };
+  }
+  // attnscale.cosine_alpha_star(n, d): safeguarded Newton steps in log alpha on the stationarity
+  // condition log R + log(1 + alpha (log R)') = log n, from the Gaussian limit, keeping a bracket
+  function cosineAlphaStar(n, nu) {
+    const logN = Math.log(n);
+    let x = Math.log(Math.sqrt(2 * nu + 2) * gaussianAlphaStar(n));
+    let [lo, hi] = [-Infinity, Infinity];
+    for (let i = 0; i < 100; i++) {
+      const alpha = Math.exp(x);
+      const { logRatio, gap, one, two } = cosineRatio(nu, alpha);
+      const slope = 2 * alpha * gap;
+      const value = logRatio + Math.log1p(slope) - logN;
+      const dslope = 2 * gap - 2 * alpha * (one[3] - 2 * two[3]);
+      const derivative = alpha * (2 * gap + dslope / (1 + slope));
+      const below = value < 0;
+      if (below) lo = Math.max(lo, x);
+      else hi = Math.min(hi, x);
+      let step = -value / derivative;
+      if (!(Number.isFinite(step) && derivative > 0)) step = below ? 8 : -8;
+      let proposal = Math.min(x + Math.min(Math.max(step, -8), 8), Math.log(1e300));
+      const outside = proposal < lo || proposal > hi;
+      const bounded = Number.isFinite(lo) && Number.isFinite(hi);
+      if (outside && bounded) proposal = 0.5 * (lo + hi);
+      const width = Math.abs(proposal - x);
+      x = proposal;
+      if (value === 0 || (width < 1e-9 && !outside) || (bounded && hi - lo < 4e-16 * Math.abs(hi))) break;
+    }
+    return Math.exp(x);
+  }
+  // the mean-field objective at alpha for n keys, given log R(alpha)
+  const cosineObjective = (alpha, logRatio, n) => -alpha * Math.expm1(logRatio - Math.log(n));
+  const bestObjective = (n, nu) => {
+    const star = cosineAlphaStar(n, nu);
+    return cosineObjective(star, cosineRatio(nu, star).logRatio, n);
+  };
+
+  // attnscale.decoder._Shares for cosine scores: the clipped sum over positions n = 2 .. L of the share
+  // rho(alpha, n) = f(alpha, n) / f(alpha*(n), n).  Positions up to 1024 term by term; beyond, the
+  // integral in u = log x on Gauss-Legendre panels (12 nodes, width 0.5) from the first position whose
+  // share is positive, with the first Euler-Maclaurin correction from central differences.
+  const EXACT_POSITIONS = 1024;
+  const PANEL_WIDTH = 0.5;
+  const GL12_HALF = [0.1252334085114689, 0.3678314989981802, 0.5873179542866175, 0.7699026741943047,
+    0.9041172563704748, 0.9815606342467192];
+  const GL12_HALF_W = [0.2491470458134027, 0.2334925365383546, 0.20316742672306573, 0.16007832854334642,
+    0.10693932599531907, 0.04717533638651141];
+  const GL12_X = [...GL12_HALF.map((x) => -x).reverse(), ...GL12_HALF];
+  const GL12_W = [...[...GL12_HALF_W].reverse(), ...GL12_HALF_W];
+  const STEP = [1 - 1e-4, 1 + 1e-4]; // relative steps of the central differences
+  function panels12(a, b, u, w) {
+    const [half, mid] = [0.5 * (b - a), 0.5 * (b + a)];
+    for (let j = 0; j < 12; j++) {
+      const x = mid + half * GL12_X[j];
+      u.push(x);
+      w.push(half * GL12_W[j] * Math.exp(x));
+    }
+  }
+  function cosineShares(length, nu) {
+    const lastExact = Math.min(length, EXACT_POSITIONS);
+    const topExact = [];
+    for (let n = 2; n <= lastExact; n++) topExact.push(bestObjective(n, nu));
+    const hasTail = length > EXACT_POSITIONS;
+    const tail = {};
+    if (hasTail) {
+      tail.end = STEP.map((f) => (length + 0.5) * f);
+      tail.topEnd = tail.end.map((x) => bestObjective(x, nu));
+      const [lo, hi] = [Math.log(EXACT_POSITIONS + 0.5), Math.log(length + 0.5)];
+      const count = Math.max(1, Math.ceil((hi - lo) / PANEL_WIDTH));
+      tail.edges = Array.from({ length: count + 1 }, (_, i) => (i === count ? hi : lo + (i * (hi - lo)) / count));
+      [tail.u, tail.w] = [[], []];
+      for (let i = 0; i < count; i++) panels12(tail.edges[i], tail.edges[i + 1], tail.u, tail.w);
+      tail.top = tail.u.map((u) => bestObjective(Math.exp(u), nu));
+      tail.topStart = STEP.map((f) => bestObjective((EXACT_POSITIONS + 0.5) * f, nu));
+    }
+    // the clipped sum at the scale alpha
+    return function total(alpha) {
+      const logZero = cosineRatio(nu, alpha).logRatio; // log x_0: the objective is positive beyond x_0
+      const rho = (n, top) => cosineObjective(alpha, logZero, n) / top;
+      // positions below x_0 keep a negative share, clipped to 0: skip them (with a margin of rounding)
+      const zero = Math.exp(Math.min(logZero, 710)) * (1 - 1e-9);
+      const skip = Math.min(Math.max(Math.ceil(zero) - 2, 0), topExact.length);
+      let exact = 0;
+      for (let i = skip; i < topExact.length; i++) exact += Math.max(rho(i + 2, topExact[i]), 0);
+      let first = EXACT_POSITIONS + 1;
+      if (logZero > Math.log(first)) first = logZero <= Math.log(length) ? Math.ceil(Math.exp(logZero)) : Infinity;
+      if (!hasTail || first > length) return exact;
+      const startX = STEP.map((f) => (first - 0.5) * f);
+      let u, w, top, topStart;
+      if (first === EXACT_POSITIONS + 1) [u, w, top, topStart] = [tail.u, tail.w, tail.top, tail.topStart];
+      else {
+        // the panel holding log(m - 1/2) starts there; the panels below it drop out
+        const start = Math.log(first - 0.5);
+        let k = 0;
+        while (k + 1 < tail.edges.length && tail.edges[k + 1] <= start) k++;
+        k = Math.min(Math.max(k, 0), tail.edges.length - 2);
+        [u, w] = [[], []];
+        panels12(start, tail.edges[k + 1], u, w);
+        top = u.map((x) => bestObjective(Math.exp(x), nu));
+        const keep = (k + 1) * 12;
+        u = u.concat(tail.u.slice(keep));
+        w = w.concat(tail.w.slice(keep));
+        top = top.concat(tail.top.slice(keep));
+        topStart = startX.map((x) => bestObjective(x, nu));
+      }
+      let integral = 0;
+      for (let i = 0; i < u.length; i++) integral += w[i] * rho(Math.exp(u[i]), top[i]);
+      // the first Euler-Maclaurin correction, -(rho'(L + 1/2) - rho'(m - 1/2)) / 24
+      const slope = (x, top) => (rho(x[1], top[1]) - rho(x[0], top[0])) / (x[1] - x[0]);
+      const [slopeStart, slopeEnd] = [slope(startX, topStart), slope(tail.end, tail.topEnd)];
+      return exact + integral - (slopeEnd - slopeStart) / 24;
+    };
+  }
+
+  // scipy.optimize.minimize_scalar(method="bounded") as the package calls it (xatol 1e-11): Brent's
+  // golden section with parabolic steps, minimizing f on [a, b]; returns [x, f(x)]
+  function fminbound(f, a, b, xatol) {
+    const sqrtEps = Math.sqrt(2.2e-16);
+    const goldenMean = 0.5 * (3 - Math.sqrt(5));
+    let fulc = a + goldenMean * (b - a);
+    let [nfc, xf] = [fulc, fulc];
+    let [rat, e] = [0, 0];
+    let x = xf;
+    let fx = f(x);
+    let num = 1;
+    let [ffulc, fnfc] = [fx, fx];
+    let xm = 0.5 * (a + b);
+    let tol1 = sqrtEps * Math.abs(xf) + xatol / 3;
+    let tol2 = 2 * tol1;
+    const sign = (v) => Math.sign(v) + (v === 0 ? 1 : 0);
+    while (Math.abs(xf - xm) > tol2 - 0.5 * (b - a)) {
+      let golden = true;
+      if (Math.abs(e) > tol1) {
+        golden = false;
+        let r = (xf - nfc) * (fx - ffulc);
+        let q = (xf - fulc) * (fx - fnfc);
+        let p = (xf - fulc) * q - (xf - nfc) * r;
+        q = 2 * (q - r);
+        if (q > 0) p = -p;
+        q = Math.abs(q);
+        r = e;
+        e = rat;
+        if (Math.abs(p) < Math.abs(0.5 * q * r) && p > q * (a - xf) && p < q * (b - xf)) {
+          rat = p / q;
+          x = xf + rat;
+          if (x - a < tol2 || b - x < tol2) rat = tol1 * sign(xm - xf);
+        } else golden = true;
+      }
+      if (golden) {
+        e = xf >= xm ? a - xf : b - xf;
+        rat = goldenMean * e;
+      }
+      x = xf + sign(rat) * Math.max(Math.abs(rat), tol1);
+      const fu = f(x);
+      num++;
+      if (fu <= fx) {
+        if (x >= xf) a = xf;
+        else b = xf;
+        [fulc, ffulc] = [nfc, fnfc];
+        [nfc, fnfc] = [xf, fx];
+        [xf, fx] = [x, fu];
+      } else {
+        if (x < xf) a = x;
+        else b = x;
+        if (fu <= fnfc || nfc === xf) {
+          [fulc, ffulc] = [nfc, fnfc];
+          [nfc, fnfc] = [x, fu];
+        } else if (fu <= ffulc || fulc === xf || fulc === nfc) [fulc, ffulc] = [x, fu];
+      }
+      xm = 0.5 * (a + b);
+      tol1 = sqrtEps * Math.abs(xf) + xatol / 3;
+      tol2 = 2 * tol1;
+      if (num >= 500) break;
+    }
+    return [xf, fx];
+  }
+
+  // attnscale.best_causal_scale(round(n), d): the fixed scale with the largest average share over
+  // positions 2 .. n, by the package's bounded search over log alpha between alpha*(2) and alpha*(n);
+  // [alpha, n_ref, share], n_ref the key count whose own optimum alpha is (stationarity in closed form).
+  // The last few settings are kept: the form recomputes on every keystroke in any field.
+  const causalCache = new Map();
+  function causalCosine(n, d) {
+    const length = roundHalfEven(n);
+    const key = `${length} ${d}`;
+    if (causalCache.has(key)) return causalCache.get(key);
+    const nu = d / 2 - 1;
+    const total = cosineShares(length, nu);
+    const [lo, hi] = [Math.log(cosineAlphaStar(2, nu)), Math.log(cosineAlphaStar(length, nu))];
+    let out;
+    if (hi - lo < 1e-12) out = [Math.exp(lo), 2, total(Math.exp(lo)) / (length - 1)];
+    else {
+      const [x, f] = fminbound((t) => -total(Math.exp(t)) / (length - 1), lo, hi, 1e-11);
+      const alpha = Math.exp(x);
+      const { logRatio, gap } = cosineRatio(nu, alpha);
+      const nRef = Math.exp(logRatio + Math.log1p(2 * alpha * gap));
+      out = [alpha, Math.min(Math.max(nRef, 2), length), -f];
+    }
+    if (causalCache.size >= 8) causalCache.delete(causalCache.keys().next().value);
+    causalCache.set(key, out);
+    return out;
+  }
+
   // mayCompute: the package may still give a note instead of a number, so
   // the page does not promise one
   function cliNote(name, s, mayCompute, reason) {
@@ -764,13 +1078,21 @@
   // Each returns {unit} (a scale on the unit-variance score) or {cli: true}
   // or no unit, and its notes.
 
+  // the package's causal note (attnscale.recipes._gradient)
+  const causalNote = (nRef, share, n) =>
+    `causal: the best fixed scale is alpha*(n = ${fmtG(nRef, 4)}), the optimum for that many keys; ` +
+    `it keeps ${fmtF(share * 100, 1)}% of each position's best mean-field gradient on average ` +
+    `over positions 2 .. ${fmtG(roundHalfEven(n))}`;
+
   function gradient(s, table) {
     const notes = [];
     if (s.scores !== "dot") {
-      // the causal cosine row would need a table in n and d of a slow
-      // maximization; the command line computes it
-      if (s.causal) return { cli: true, notes };
-      const unit = cosineUnitStar(s.n, s.d, table);
+      let unit;
+      if (s.causal) {
+        const [alpha, nRef, share] = causalCosine(s.n, s.d);
+        unit = alpha / Math.sqrt(s.d);
+        notes.push(causalNote(nRef, share, s.n));
+      } else unit = cosineUnitStar(s.n, s.d, table);
       if (unit >= 30) {
         notes.push(
           `gradient (cosine): at d = ${fmtG(s.d)} the mean-field optimum is ${fmtG(unit, 3)} times the ` +
@@ -784,11 +1106,7 @@
     if (s.causal) {
       const [a, nRef, share] = causalGaussian(s.n, table);
       alpha = a;
-      notes.push(
-        `causal: the best fixed scale is alpha*(n = ${fmtG(nRef, 4)}), the optimum for that many keys; ` +
-          `it keeps ${fmtF(share * 100, 1)}% of each position's best mean-field gradient on average ` +
-          `over positions 2 .. ${fmtG(roundHalfEven(s.n))}`,
-      );
+      notes.push(causalNote(nRef, share, s.n));
     } else {
       alpha = gaussianAlphaStar(s.n);
     }
@@ -1420,6 +1738,7 @@
     fmtF,
     gaussianAlphaStar,
     causalGaussian,
+    causalCosine,
     cosineUnitStar,
     gradientLimit,
     expectedGradient,
