@@ -858,7 +858,9 @@ def gradient_limit(n, scores="gaussian", d=None):
     the graded panels resolve it to rounding for :math:`d \ge 2.5`, and less
     well as :math:`d \to 2`, where the limit tends to infinity: the relative
     error is 1.6e-10 at :math:`d = 2.45`, 3e-9 at 2.4, 5e-5 at 2.2 and 4% at
-    2.05.
+    2.05.  At many keys it is larger near :math:`d = 2.5`: against a 30-digit
+    quadrature at :math:`n = 10^9` a referee measured 4.4e-10 at
+    :math:`d = 2.5`, 3.2e-9 at 2.45 and 3.1e-8 at 2.4.
     """
     law = _resolve_law(scores, d)
     n = _validate.key_count(n)
