@@ -85,9 +85,11 @@ CAUSAL_COSINE = 1e-6
 #: that: measured at most 1.0e-6.
 CAUSAL_COSINE_NOTE = 3e-6
 #: The average share it keeps, flat at the maximum, is the same sum: measured
-#: at most 2.9e-14 apart.  Held this tight, it catches a term of the Debye
-#: expansion or of the quadrature gone (each moves the scale far less than
-#: the search's own spread above).
+#: at most 2.9e-14 apart.  Held this tight, it catches a low-order term of
+#: the Debye expansion (u1 to u5) or the quadrature's Euler-Maclaurin term
+#: gone, each of which moves the scale far less than the search's own spread
+#: above; dropping u7 (about 1e-14 once alpha > 100) passes, and u6 with u7
+#: is caught by a factor 1.5 only (a referee's mutants).
 CAUSAL_COSINE_SHARE = 1e-13
 #: The rows the page computes by quadrature for cosine scores (the exact
 #: match, and alpha_L from a measured entropy with the rows that scale with

@@ -1604,7 +1604,8 @@
     }
     // it rises: the package's expected_gradient at these 41 scales rises from each to the next by at
     // least 2.4e-5 relative for n from 2 to 1e9 and d from 2 to 1e6 (a grid of 96), far above the
-    // page's error; no setting gives a maximum inside the range
+    // page's error; no setting of that grid gives a maximum inside the range (a sampled finding, not
+    // a proof; the caption test checks the rise at every setting it draws)
     text += ": it rises over this range.";
     const reach = (v) => (Number.isFinite(limit) ? `reaches ${share(v, limit)} of the limit` : `gives ${fmtG(v, 4)}`);
     text +=
