@@ -1219,6 +1219,16 @@ BORDER_CONTRAST = """
 """
 
 
+def _gradient_axes(gradient):
+    """Figure (b)'s limit line and zero grid line (they fix its y scale), and its marks' dots by label."""
+    y_limit = float(gradient.locator("line.limit").get_attribute("y1"))
+    y_zero = max(
+        float(y)
+        for y in gradient.locator("line.grid").evaluate_all("ls => ls.map(l => l.getAttribute('y1'))")
+    )
+    return y_limit, y_zero, {c.get_attribute("data-label"): c for c in gradient.locator("circle").all()}
+
+
 def test_the_form_on_the_page(browser, probe_page):
     from test_browser import FIT_CHECK
 
@@ -1266,12 +1276,7 @@ def test_the_form_on_the_page(browser, probe_page):
     # and the drawing: the limit's line and the zero grid line fix the y
     # scale; each mark's dot sits at the package's value (to 0.1 px), alpha*
     # left of sqrt(2 ln n), and the curve ends within a pixel of the limit
-    y_limit = float(gradient.locator("line.limit").get_attribute("y1"))
-    y_zero = max(
-        float(y)
-        for y in gradient.locator("line.grid").evaluate_all("ls => ls.map(l => l.getAttribute('y1'))")
-    )
-    dots = {c.get_attribute("data-label"): c for c in gradient.locator("circle").all()}
+    y_limit, y_zero, dots = _gradient_axes(gradient)
     for label, a in (("α*", star), ("√(2 ln n)", typical)):
         want_y = y_zero + (y_limit - y_zero) * at.expected_gradient(a, 65536) / limit
         assert abs(float(dots[label].get_attribute("cy")) - want_y) < 0.1, (label, want_y)
@@ -1343,12 +1348,7 @@ def test_the_form_on_the_page(browser, probe_page):
     exact = {a: at.expected_gradient(a * root, 1000, scores="cosine", d=128) / root for a in (star, typical)}
     for value in exact.values():  # shares of the limit, to the caption's 0.1 %
         assert f"{100 * value / limit:.1f}%" in caption, (value, caption)
-    y_limit = float(gradient.locator("line.limit").get_attribute("y1"))
-    y_zero = max(
-        float(y)
-        for y in gradient.locator("line.grid").evaluate_all("ls => ls.map(l => l.getAttribute('y1'))")
-    )
-    dots = {c.get_attribute("data-label"): c for c in gradient.locator("circle").all()}
+    y_limit, y_zero, dots = _gradient_axes(gradient)
     # the curve's own points (the path's segment ends, 41 of them), read off the drawing
     ends = re.findall(r"(-?[\d.]+),(-?[\d.]+)", gradient.locator("path").get_attribute("d"))
     xs, ys = np.array([float(x) for x, _ in ends])[::3][:41], np.array([float(y) for _, y in ends])[::3][:41]

@@ -5,9 +5,10 @@ when the book is switched to its dark theme.  In a notebook they are shown
 as vector graphics: every figure carries an SVG (what the HTML book and
 Jupyter display, sharp at any zoom), which the PDF build converts to a
 vector PDF for LaTeX (``sphinxcontrib.cairosvgconverter``), so no figure is
-a low-resolution bitmap.  Text sizes are in points of the figure as drawn: at the book's
-figure widths (6.4 in for one panel, at most 10.5 in for two side by side)
-a 9-point label is at least 9 CSS pixels on a 1400-pixel screen.
+a low-resolution bitmap.  Text sizes are in points of the figure as drawn:
+at the book's figure widths (6.4 in for one panel, at most 10.5 in for two
+side by side) a 9-point label is at least 9 CSS pixels on a 1400-pixel
+screen.
 """
 
 from __future__ import annotations
