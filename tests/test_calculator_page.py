@@ -1452,3 +1452,20 @@ def test_the_table_is_computed_only_for_a_book_with_the_calculator(tmp_path):
     assert not extension._has_calculator(
         app("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/variance\n")
     )
+
+
+def _latex_power(x):
+    """1e-6 -> '10^{-6}', 2e-5 -> '2\\times10^{-5}', as the recipes prose writes them."""
+    mantissa, exponent = f"{x:e}".split("e")
+    head = f"{float(mantissa):g}"
+    return ("" if head == "1" else head + "\\times") + f"10^{{{int(exponent)}}}"
+
+
+def test_the_prose_states_what_the_tests_and_the_page_hold():
+    """The calculator section's numbers are the tolerances above and the page's own cut, not typed anew."""
+    prose = (ROOT / "book" / "recipes.md").read_text()
+    prose = prose[prose.index("(sec-calculator-page)=") : prose.index("(sec-sources-report)=")]
+    for tolerance in (INTERPOLATED, QUADRATURE, ROUNDED, CAUSAL_COSINE):
+        assert f"${_latex_power(tolerance)}$" in prose, (tolerance, _latex_power(tolerance))
+    cut = re.search(r"const COSINE_LIMIT_FROM_D = ([\d.]+);", SCRIPT.read_text()).group(1)
+    assert f"$d = {cut}$" in prose, cut
