@@ -13,11 +13,13 @@ import numpy as np
 
 __all__ = [
     "at_least",
+    "count",
     "dimension",
     "key_count",
     "real_array",
     "scale",
     "scores",
+    "seed",
 ]
 
 
@@ -77,3 +79,19 @@ def key_count(value, name: str = "n") -> np.ndarray:
 def dimension(value, name: str = "d") -> np.ndarray:
     """A head dimension: finite and ``>= 2``."""
     return at_least(value, name, 2.0, what=" (the head dimension)")
+
+
+def count(value, name: str, lower: int = 1) -> int:
+    """An integer (not a bool) ``>= lower``, returned as a Python ``int``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < lower:
+        raise ValueError(f"{name} must be >= {lower}, got {value}")
+    return int(value)
+
+
+def seed(value, name: str = "seed") -> int:
+    """A random seed: a non-negative integer (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise TypeError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
