@@ -197,3 +197,32 @@ def test_ntk_base_and_rules():
     assert calc["factors"].shape == (1, 2, len(calc["grid"]))
     with pytest.raises(ValueError):
         ntk_rope_base(10000.0, 31, 64, 128)
+
+
+@pytest.mark.parametrize(("positions", "rule"), [("nope", "ssmax"), ("rope", "logn512")])
+def test_retrieval_results_replay(positions, rule):
+    """The first logged steps of a retrieval run are reproduced by training again (the chapter replays O)."""
+    results = lm.load_results(name="retrieval.json")
+    runs = sorted(
+        (
+            r
+            for r in results["runs"]
+            if r["task"] == "recall" and r["positions"] == positions and r["rule"] == rule
+        ),
+        key=lambda r: r["seed"],
+    )
+    first, other = runs[0], runs[1]
+    config = lm.LMConfig(**first["log"]["config"])
+    vocabulary = tasks.recall_vocabulary(**results["settings"]["recall_vocabulary"])
+    steps = 4
+    replay = lm.train_task(
+        config,
+        lambda s: tasks.associative_recall(
+            config.train_length, config.batch, tasks.step_seed(first["seed"], s), vocabulary
+        ),
+        first["seed"],
+        steps=steps,
+    )
+    logged = np.array(first["log"]["losses"][:steps])
+    np.testing.assert_allclose(replay.losses, logged, rtol=1e-5)  # this machine agrees to about 1e-7
+    assert np.any(np.abs(np.array(other["log"]["losses"][:steps]) / logged - 1) > 1e-5)

@@ -26,6 +26,7 @@ __all__ = [
     "arm_table",
     "fit_length_law",
     "oracle_factor",
+    "oracle_table",
     "paired_table",
     "select_runs",
 ]
@@ -40,7 +41,7 @@ def select_runs(runs, task, positions, rule):
 
 
 def _table(runs, arm, length, field):
-    rows = [r["eval"][arm][str(length)][field] for r in runs]
+    rows = [r["eval"][arm][str(int(length))][field] for r in runs]
     if len({len(row) for row in rows}) != 1:
         raise ValueError(f"the runs of arm {arm!r} were scored on different windows at {length}")
     return np.asarray(rows, dtype=float)
@@ -131,6 +132,41 @@ def oracle_factor(factors, losses):
     if curvature <= 0:
         return float(factors[k])
     return float(np.exp(u[k] + 0.5 * steps[0] * (left - right) / curvature))
+
+
+def oracle_table(runs, lengths, key, criterion="loss"):
+    """The oracle factor of every run (rows) at every length (columns), from the sweep's factor grid.
+
+    Parameters
+    ----------
+    runs : list of dict
+        Runs with an ``"oracle"`` record (the sweep's O models).
+    lengths : sequence of int
+        Test lengths past :math:`L`.
+    key : str
+        Which factors were tried: ``"all:plain"``, ``"head:ntk"``, ...
+        (every head or the retrieval head alone; plain or NTK-aware RoPE).
+    criterion : str, optional
+        ``"loss"`` (minimize the held-out loss) or ``"accuracy"``
+        (maximize the held-out accuracy); either refined by
+        :func:`oracle_factor`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(len(runs), len(lengths))``.
+    """
+    if criterion not in ("loss", "accuracy"):
+        raise ValueError(f"criterion must be 'loss' or 'accuracy', got {criterion!r}")
+    field, sign = ("loss", 1.0) if criterion == "loss" else ("acc", -1.0)
+    table = []
+    for run in runs:
+        row = []
+        for n in lengths:
+            curve = run["oracle"][str(int(n))][key]
+            row.append(oracle_factor(curve["factors"], sign * np.asarray(curve[field], dtype=float)))
+        table.append(row)
+    return np.array(table)
 
 
 #: The laws the length rules assume, each with one shape parameter c and
