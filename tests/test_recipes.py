@@ -365,27 +365,27 @@ def test_one_rule_that_cannot_answer_leaves_a_note_and_the_table(kwargs):
 
 
 def test_a_failing_rule_is_a_note_by_construction(monkeypatch):
-    from attnscale import recipes
+    from attnscale import calculator
 
     def broken(setting):
         raise RuntimeError("boom")
 
-    rules = list(recipes.RULES)
-    rules[1] = recipes._Rule("gradient (broken)", "nowhere", broken)
-    monkeypatch.setattr(recipes, "RULES", tuple(rules))
+    rules = list(calculator.RULES)
+    rules[1] = calculator._Rule("gradient (broken)", "nowhere", broken)
+    monkeypatch.setattr(calculator, "RULES", tuple(rules))
     rec = at.recommend_scale(128, 4096, train_length=512)
     assert "gradient (broken)" not in _entries(rec)
     assert any("gradient (broken): not computed here (RuntimeError: boom)" in note for note in rec.notes)
     assert (
-        len(rec.entries) == len(recipes.RULES) - 3
+        len(rec.entries) == len(calculator.RULES) - 3
     )  # the others still print (two rules need cosine or no L)
 
 
 def test_a_new_rule_is_one_entry(monkeypatch):
-    from attnscale import recipes
+    from attnscale import calculator
 
-    extra = recipes._Rule("twice the standard", "test", lambda s: recipes._scale(2.0))
-    monkeypatch.setattr(recipes, "RULES", (*recipes.RULES, extra))
+    extra = calculator._Rule("twice the standard", "test", lambda s: calculator._scale(2.0))
+    monkeypatch.setattr(calculator, "RULES", (*calculator.RULES, extra))
     rec = at.recommend_scale(64, 1000)
     assert rec.entries[-1] == at.ScaleEntry("twice the standard", 2.0 / 8.0, 2.0, "test")
 

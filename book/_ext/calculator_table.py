@@ -52,7 +52,7 @@ from sphinx.errors import ExtensionError
 
 #: Lengths up to this are tabulated one by one (see above).
 EXACT_UP_TO = 2048
-#: The calculator's largest n (``attnscale.recipes.MAX_KEYS``).
+#: The calculator's largest n (``attnscale.calculator.MAX_KEYS``).
 LARGEST = 1e15
 #: Grid points in log n from EXACT_UP_TO to LARGEST: more do not help, the
 #: error left is the package's noise (the test measures it).
@@ -216,7 +216,7 @@ def build_table() -> dict:
 
     lo, hi = math.log(EXACT_UP_TO), math.log(LARGEST)
     step = (hi - lo) / (LOG_POINTS - 1)
-    # the package rounds n to an integer before solving (recipes._gradient),
+    # the package rounds n to an integer before solving (calculator._gradient),
     # so the grid's nodes are integers too, and the spacing is taken from
     # the rounded nodes' logarithms (stored, not assumed uniform)
     lengths = [round(math.exp(lo + k * step)) for k in range(LOG_POINTS)]

@@ -1,7 +1,7 @@
 /* The scale calculator of the recipes page: attnscale.recommend_scale in the
  * reader's browser, with no kernel and no network.
  *
- * recommend(setting, table) mirrors the rows of attnscale.recipes.RULES, in order, with the same names, sources
+ * recommend(setting, table) mirrors the rows of attnscale.calculator.RULES, in order, with the same names, sources
  * and notes.  Closed-form rules are computed here.  What needs the package's solvers comes from the table
  * book/_ext/calculator_table.py writes at build time: the causal Gaussian gradient row (cubic in log n), the
  * cosine gradient row (a bicubic spline), and the exact expected entropy of Gaussian scores (two bicubic
@@ -19,10 +19,10 @@
 (function () {
   "use strict";
 
-  const MAX_KEYS = 1e15; // attnscale.recipes.MAX_KEYS
+  const MAX_KEYS = 1e15; // attnscale.calculator.MAX_KEYS
   const MAX_D = 1e6; // beyond, InfoScale's expm1 ratio loses its digits
   const MAX_ALPHA = 1e6; // beyond, alpha_L^2 in the sqrt rule nears overflow
-  const EXACT_MAX_KEYS = 1e9; // attnscale.recipes._EXACT_MAX_KEYS
+  const EXACT_MAX_KEYS = 1e9; // attnscale.calculator._EXACT_MAX_KEYS
 
   // The first p significant digits of x > 0, and its decimal exponent, rounded
   // as Python rounds them: to nearest, an exact tie to the even digit (JS's
@@ -1075,11 +1075,11 @@
     return `${name}: ${why}; see the CLI: python -m attnscale scale ${args}`;
   }
 
-  // --- the rules, one small function each, as in attnscale.recipes -------
+  // --- the rules, one small function each, as in attnscale.calculator------
   // Each returns {unit} (a scale on the unit-variance score) or {cli: true}
   // or no unit, and its notes.
 
-  // the package's causal note (attnscale.recipes._gradient)
+  // the package's causal note (attnscale.calculator._gradient)
   const causalNote = (nRef, share, n) =>
     `causal: the best fixed scale is alpha*(n = ${fmtG(nRef, 4)}), the optimum for that many keys; ` +
     `it keeps ${fmtF(share * 100, 1)}% of each position's best mean-field gradient on average ` +
@@ -1145,7 +1145,7 @@
     return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
   }
 
-  // attnscale.recipes._exact_match: the package's two range checks, then
+  // attnscale.calculator._exact_match: the package's two range checks, then
   // its solver: for Gaussian scores on the build's entropy table (the scale
   // within 1e-3 of the package's; the tests check it), for cosines on the
   // exact expectation by quadrature (cosineExactMatch).
@@ -1227,7 +1227,7 @@
   const TOO_CLOSE = "too close to where the row changes for the page's table to hold 1e-3; the package may compute it";
 
   // One row: its name and source (text, or a function of the setting), when
-  // it belongs to the setting, and the rule (as attnscale.recipes._Rule).
+  // it belongs to the setting, and the rule (as attnscale.calculator._Rule).
   const rule = (name, source, applies, run) => ({ name, source, applies, run });
   const text = (v, s) => (typeof v === "function" ? v(s) : v);
   const always = () => true;

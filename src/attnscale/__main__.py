@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .recipes import recommend_scale
+from .calculator import recommend_scale
 
 
 class _OneLineParser(argparse.ArgumentParser):
