@@ -371,7 +371,7 @@ def test_a_failing_rule_is_a_note_by_construction(monkeypatch):
         raise RuntimeError("boom")
 
     rules = list(calculator.RULES)
-    rules[1] = calculator._Rule("gradient (broken)", "nowhere", broken)
+    rules[1] = calculator._Rule("gradient", "gradient (broken)", "nowhere", broken)
     monkeypatch.setattr(calculator, "RULES", tuple(rules))
     rec = at.recommend_scale(128, 4096, train_length=512)
     assert "gradient (broken)" not in _entries(rec)
@@ -384,7 +384,7 @@ def test_a_failing_rule_is_a_note_by_construction(monkeypatch):
 def test_a_new_rule_is_one_entry(monkeypatch):
     from attnscale import calculator
 
-    extra = calculator._Rule("twice the standard", "test", lambda s: calculator._scale(2.0))
+    extra = calculator._Rule("twice", "twice the standard", "test", lambda s: calculator._scale(2.0))
     monkeypatch.setattr(calculator, "RULES", (*calculator.RULES, extra))
     rec = at.recommend_scale(64, 1000)
     assert rec.entries[-1] == at.ScaleEntry("twice the standard", 2.0 / 8.0, 2.0, "test")

@@ -36,6 +36,10 @@ Beyond 2048 the grid's error is the package's own noise, a few 1e-4.  Each
 row is the scale and the mean share; the key count whose optimum the scale
 is follows from the scale in closed form, so the page computes it.
 
+The table also carries the calculator's words, ``attnscale.calculator.page_words``
+(every row's name and source, and every note, as templates the page fills), so
+the page prints what the package prints without typing it again.
+
 ``tests/test_calculator_page.py`` imports :func:`build_table` and checks the
 page's interpolation against the package at random settings.
 """
@@ -205,7 +209,8 @@ def entropy_spline() -> dict:
 
 
 def build_table() -> dict:
-    """The causal Gaussian gradient row: the scale and the mean share, by length."""
+    """The causal Gaussian gradient row (the scale and the mean share, by length), the splines and the words."""
+    from attnscale.calculator import page_words
     from attnscale.decoder import best_causal_scale
 
     def row(length: int) -> list[float]:
@@ -227,6 +232,7 @@ def build_table() -> dict:
         "cosine": cosine_spline(),
         "gradient": gradient_spline(),
         "entropy": entropy_spline(),
+        "words": page_words(),
     }
 
 

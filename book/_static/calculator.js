@@ -1,8 +1,10 @@
 /* The scale calculator of the recipes page: attnscale.recommend_scale in the
  * reader's browser, with no kernel and no network.
  *
- * recommend(setting, table) mirrors the rows of attnscale.calculator.RULES, in order, with the same names, sources
- * and notes.  Closed-form rules are computed here.  What needs the package's solvers comes from the table
+ * recommend(setting, table) mirrors attnscale/calculator.py.  Its words (the rows of attnscale.calculator.RULES in
+ * order, with their names and sources, and every note) are not typed here: the build writes them from the package
+ * into the table (table.words, attnscale.calculator.page_words), and fill() formats their numbers as Python does.
+ * This file keeps the arithmetic.  Closed-form rules are computed here.  What needs the package's solvers comes from the table
  * book/_ext/calculator_table.py writes at build time: the causal Gaussian gradient row (cubic in log n), the
  * cosine gradient row (a bicubic spline), and the exact expected entropy of Gaussian scores (two bicubic
  * splines), from which the page solves the exact entropy match and a measured entropy's alpha_L.  For cosine
@@ -69,6 +71,22 @@
     const whole = e2 >= 0 ? digits.slice(0, e2 + 1) : "0";
     const decimals = e2 >= 0 ? digits.slice(e2 + 1) : "0".repeat(-e2 - 1) + digits;
     return whole + (f > 0 ? "." + decimals.padEnd(f, "0").slice(0, f) : "");
+  }
+
+  // Python's str.format on the package's templates (attnscale.calculator.NOTES and the rows'
+  // names): {name} or {name:spec}, spec one of g, .Ng, .Nf, .Ne, .N%; strings as they are.
+  function fill(template, values) {
+    return template.replace(/\{(\w+)(?::([^}]*))?\}/g, (_, key, spec) => {
+      const v = values[key];
+      if (v === undefined) throw new Error(`no value for {${key}} in "${template}"`);
+      if (typeof v === "string" || spec === undefined) return String(v);
+      const [, p, kind] = /^(?:\.(\d+))?([gef%])$/.exec(spec);
+      const digits = p === undefined ? 6 : Number(p);
+      if (kind === "g") return fmtG(v, digits);
+      if (kind === "e") return fmtE(v, digits);
+      if (kind === "f") return fmtF(v, digits);
+      return fmtF(v * 100, digits) + "%";
+    });
   }
 
   // Python's round(): halves go to the even integer (the package rounds n so).
@@ -1079,11 +1097,10 @@
   // Each returns {unit} (a scale on the unit-variance score) or {cli: true}
   // or no unit, and its notes.
 
+  // A note of the package (attnscale.calculator.NOTES, written into the table by the build).
+  const say = (table, key, values = {}) => fill(table.words.notes[key], values);
   // the package's causal note (attnscale.calculator._gradient)
-  const causalNote = (nRef, share, n) =>
-    `causal: the best fixed scale is alpha*(n = ${fmtG(nRef, 4)}), the optimum for that many keys; ` +
-    `it keeps ${fmtF(share * 100, 1)}% of each position's best mean-field gradient on average ` +
-    `over positions 2 .. ${fmtG(roundHalfEven(n))}`;
+  const causalNote = (table, nRef, share, n) => say(table, "causal", { n_ref: nRef, share, n: roundHalfEven(n) });
 
   function gradient(s, table) {
     const notes = [];
@@ -1092,38 +1109,28 @@
       if (s.causal) {
         const [alpha, nRef, share] = causalCosine(s.n, s.d);
         unit = alpha / Math.sqrt(s.d);
-        notes.push(causalNote(nRef, share, s.n));
+        notes.push(causalNote(table, nRef, share, s.n));
       } else unit = cosineUnitStar(s.n, s.d, table);
-      if (unit >= 30) {
-        notes.push(
-          `gradient (cosine): at d = ${fmtG(s.d)} the mean-field optimum is ${fmtG(unit, 3)} times the ` +
-            "standard scale; at fixed d it grows like n^(2/(d-1)) (ch. cosine-scores), so in so few " +
-            "dimensions it is far above any scale used in practice; check it on the model before using it",
-        );
-      }
+      if (unit >= 30) notes.push(say(table, "cosine large", { d: s.d, ratio: unit }));
       return { unit, notes };
     }
     let alpha;
     if (s.causal) {
       const [a, nRef, share] = causalGaussian(s.n, table);
       alpha = a;
-      notes.push(causalNote(nRef, share, s.n));
+      notes.push(causalNote(table, nRef, share, s.n));
     } else {
       alpha = gaussianAlphaStar(s.n);
     }
-    notes.push(
-      "gradient: the scale maximizes the source's mean-field objective; the book finds the exact expected gradient " +
-        "rising toward a limit with no maximum on the range it computes (a numerical finding, proved only for n = 2)",
-    );
+    notes.push(say(table, "gradient"));
     return { unit: alpha, notes };
   }
 
   // YaRN's mscale(n/L)^2: 0.1 ln s + 1 on the cos/sin tables, so squared on the logits; 1 up to L
   const yarnSquare = (s) => (s.n / s.L > 1 ? (0.1 * Math.log(s.n / s.L) + 1) ** 2 : 1);
 
-  function sqrtRule(s) {
-    const gaussianOnly = "the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given";
-    if (s.scores !== "dot") return { notes: [gaussianOnly] };
+  function sqrtRule(s, table) {
+    if (s.scores !== "dot") return { notes: [say(table, "sqrt cosine")] };
     const meanField = s.a * s.a + 2 * Math.log(s.n / s.L);
     // alpha_L solved from a measured entropy carries the table's error, a
     // relative eps (ALPHA_ERROR); alpha_L^2 then carries 2 eps alpha_L^2.
@@ -1137,32 +1144,22 @@
       const nearFreezing = meanField > 0 && Math.abs(a2 - 2 * Math.log(s.L)) < 6 * eps * a2;
       if (signInDoubt || magnified || nearFreezing) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
-    const none =
-      "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, so no scale at n matches it";
-    if (!(meanField > 0)) return { notes: [none] };
-    const frozen =
-      "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field entropy no longer describes the head";
-    return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
+    if (!(meanField > 0)) return { notes: [say(table, "sqrt none")] };
+    return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [say(table, "sqrt frozen")] : [] };
   }
 
   // attnscale.calculator._exact_match: the package's two range checks, then
   // its solver: for Gaussian scores on the build's entropy table (the scale
   // within 1e-3 of the package's; the tests check it), for cosines on the
   // exact expectation by quadrature (cosineExactMatch).
-  function exactMatch(s, table) {
-    const name = `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`;
+  function exactMatch(s, table, name) {
     if (Math.max(s.n, s.L) > EXACT_MAX_KEYS) {
-      return { notes: [`${name}: not computed, the exact expectation covers n and L up to ${fmtG(EXACT_MAX_KEYS)}`] };
+      return { notes: [say(table, "exact range", { name, top: EXACT_MAX_KEYS })] };
     }
     // attnscale.recipes._law: the factor from the unit score to the law's scale, and the law's cap
     const [toLaw, cap] = s.scores === "dot" ? [1, 1e3] : [Math.sqrt(s.d), COSINE_CAP];
     if (s.a * toLaw > cap) {
-      return {
-        notes: [
-          `${name}: not computed, alpha_L = ${fmtG(s.a, 4)} is beyond the exact expectation's range ` +
-            `(up to ${fmtG(cap / toLaw, 4)} on the unit score for ${s.scores === "dot" ? "gaussian" : "cosine"} scores)`,
-        ],
-      };
+      return { notes: [say(table, "exact alpha", { name, alpha: s.a, top: cap / toLaw, law: lawOf(s) })] };
     }
     if (s.scores !== "dot") return cosineExactMatch(s, table, name);
     // a measured entropy is the target itself (the package solves for
@@ -1181,15 +1178,13 @@
     if (s.headEntropy === null && magnify > 1.5) {
       return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
-    if (target >= Math.log(s.n)) return { notes: [notApplies(target, s.n)] };
+    if (target >= Math.log(s.n)) return { notes: [notApplies(table, target, s.n)] };
     const alpha = solveEntropy(target, s.n, table);
-    return alpha === null ? { notes: [outOfReach(name, cap, target)] } : scaled(alpha);
+    return alpha === null ? { notes: [outOfReach(table, name, cap, target)] } : scaled(alpha);
   }
 
   // the package's note when no scale up to the cap (top, on the unit score) reaches the entropy
-  const outOfReach = (name, top, target) =>
-    `${name}: not computed, no scale up to ${fmtG(top, 4)} brings the entropy down to ` +
-    `${fmtG(target, 4)} nats (a head this focused is outside the exact expectation's range)`;
+  const outOfReach = (table, name, top, target) => say(table, "exact reach", { name, top, target });
 
   // The exact match for cosine scores: the head's entropy at L by
   // quadrature (or the measured one), then the scale at n that has it.  The
@@ -1205,12 +1200,12 @@
     if (s.headEntropy === null && magnify > COSINE_MAGNIFY) {
       return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE_COSINE };
     }
-    if (target >= logN) return { notes: [notApplies(target, s.n)] };
+    if (target >= logN) return { notes: [notApplies(table, target, s.n)] };
     // the first guess: alpha_L times the ratio of the Gaussian scales with this entropy at n and at L
     const [atN, atL] = [gaussianGuess(target, s.n, table), gaussianGuess(target, s.L, table)];
     const out = solveCosineEntropy(target, s.n, s.d, atN && atL ? (s.a * atN) / atL : atN);
     if (out.close) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE_COSINE };
-    return out.none ? { notes: [outOfReach(name, COSINE_CAP / Math.sqrt(s.d), target)] } : scaled(out.alpha);
+    return out.none ? { notes: [outOfReach(table, name, COSINE_CAP / Math.sqrt(s.d), target)] } : scaled(out.alpha);
   }
   // Beyond this magnification the target's error (a few 1e-8 on the logit) could pass the tests' tolerance.
   const COSINE_MAGNIFY = 100;
@@ -1218,63 +1213,39 @@
     "too close to where the row changes for the page's quadrature to hold 1e-3; the package may compute it";
   // the Gaussian scale with the same entropy, from the table: where the cosine solver starts
   const gaussianGuess = (target, n, table) => (target < Math.log(n) ? solveEntropy(target, n, table) : null);
-  const notApplies = (target, n) =>
-    `exact entropy match does not apply: the head's entropy at L (${fmtG(target, 3)} nats) ` +
-    `exceeds log n = ${fmtG(Math.log(n), 3)}, the entropy of a uniform row over n keys`;
+  const notApplies = (table, target, n) => say(table, "exact none", { target, log_n: Math.log(n) });
 
   // alpha_L from a measured entropy: the table's relative error bound (3.3e-4 measured, book/_ext/calculator_table.py)
   const ALPHA_ERROR = 4e-4;
   const TOO_CLOSE = "too close to where the row changes for the page's table to hold 1e-3; the package may compute it";
 
-  // One row: its name and source (text, or a function of the setting), when
-  // it belongs to the setting, and the rule (as attnscale.calculator._Rule).
-  const rule = (name, source, applies, run) => ({ name, source, applies, run });
-  const text = (v, s) => (typeof v === "function" ? v(s) : v);
+  // Each row's arithmetic, by the key of its rule in attnscale.calculator.RULES (whose order, names
+  // and sources the page reads from table.words.rules): when it belongs to the setting, and the rule.
+  const lawOf = (s) => (s.scores === "dot" ? "gaussian" : "cosine");
+  // attnscale.calculator._variant and _fill: a template, or templates by variant; fields L and law
+  const variant = (s) => s.scores + (s.causal ? " causal" : "");
+  const words = (w, s) => fill(typeof w === "string" ? w : w[variant(s)], { L: s.L ?? "None", law: lawOf(s) });
   const always = () => true;
   const withL = (s) => s.L !== null;
   const scaled = (unit, ...notes) => ({ unit, notes }); // a scale and its notes
-  const RULES = [
-    rule("standard 1/sqrt(d)", "Vaswani et al. 2017", always, () => scaled(1)),
-    rule(
-      (s) =>
-        s.scores === "dot"
-          ? `gradient${s.causal ? ", causal" : ""} (Gaussian mean field)`
-          : "gradient (cosine mean field)" + (s.causal ? ", causal" : ""),
-      (s) => (s.causal && s.scores === "dot" ? "book ch. decoders" : "Su 2023 (9812)"),
-      always,
-      gradient,
-    ),
-    rule("entropy-invariant log_512(n)", "Su 2021 (8823), base 512", (s) => s.L === null, (s) =>
-      scaled(Math.log(s.n) / Math.log(512), "give train_length (--train-length) to add the length rules")),
-    rule((s) => `entropy-invariant a_L*log_${fmtG(s.L)}(n)`, "Su 2021 (8823)", withL, (s) =>
-      scaled((s.a * Math.log(s.n)) / Math.log(s.L))),
-    rule("Qwen logn (queries, n > L only)", "Bai et al. 2023", withL, (s) =>
-      scaled(s.a * Math.max(1, Math.log(s.n) / Math.log(s.L)))),
-    rule("YaRN dynamic, mscale(n/L)^2", "Peng et al. 2023", withL, (s) =>
-      scaled(
-        s.a * yarnSquare(s),
-        "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False " +
-          "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its " +
-          "fine-tuned window sL, as static YaRN does",
-        "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; " +
-          "the rows above assume the window is n",
-      )),
-    rule("LongRoPE, window n: 1+ln(n/L)/ln L", "Ding et al. 2024", withL, (s) =>
-      scaled(s.a * (s.n > s.L ? 1 + Math.log(s.n / s.L) / Math.log(s.L) : 1))),
+  const ARITHMETIC = {
+    standard: [always, () => scaled(1)],
+    gradient: [always, gradient],
+    "base 512": [(s) => s.L === null, (s, table) => scaled(Math.log(s.n) / Math.log(512), say(table, "base 512"))],
+    "entropy-invariant": [withL, (s) => scaled((s.a * Math.log(s.n)) / Math.log(s.L))],
+    qwen: [withL, (s) => scaled(s.a * Math.max(1, Math.log(s.n) / Math.log(s.L)))],
+    yarn: [withL, (s, table) => scaled(s.a * yarnSquare(s), say(table, "yarn dynamic"), say(table, "yarn static"))],
+    longrope: [withL, (s) => scaled(s.a * (s.n > s.L ? 1 + Math.log(s.n / s.L) / Math.log(s.L) : 1))],
     // 1 - x^(-2/d) = -expm1(-2 ln x / d): no cancellation for large d
-    rule("InfoScale", "Li et al. 2025", withL, (s) =>
-      scaled(s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d)))),
-    rule("Llama 4 (NoPE layers), f(n)", "Meta 2025", withL, (s) =>
-      scaled(
-        s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))),
-        "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the " +
-          "queries of its NoPE layers at n keys; it ignores L and is never below 1",
-      )),
-    rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", withL, sqrtRule),
-    rule("QK-norm initial g = log2(L^2 - L)", "Henry et al. 2020", (s) => withL(s) && s.scores === "cosine", (s) =>
-      scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d))),
-    rule((s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`, "ch. recipes", withL, exactMatch),
-  ];
+    infoscale: [
+      withL,
+      (s) => scaled(s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d))),
+    ],
+    llama4: [withL, (s, table) => scaled(s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))), say(table, "llama4"))],
+    sqrt: [withL, sqrtRule],
+    qknorm: [(s) => withL(s) && s.scores === "cosine", (s) => scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d))],
+    exact: [withL, exactMatch],
+  };
 
   // Checks one field; returns the number or throws the inline message (lo = 0: open, as the package's "> 0").
   function number(value, label, lo, hi, optional) {
@@ -1351,32 +1322,19 @@
     s.a ??= s.headScale ?? 1;
     const notes = [];
     const addNote = (note) => notes.includes(note) || notes.push(note);
-    if (s.headScale !== null) addNote(`head measured: alpha_L = ${fmtG(s.a, 4)} at L = ${fmtG(s.L)}`);
+    if (s.headScale !== null) addNote(say(table, "head scale", { alpha: s.a, L: s.L }));
     else if (s.headEntropy !== null) {
-      addNote(
-        `head measured: entropy ${fmtG(s.headEntropy, 4)} nats at L = ${fmtG(s.L)}, ` +
-          `i.e. alpha_L = ${fmtG(s.a, 4)} for ${s.scores === "dot" ? "gaussian" : "cosine"} scores (exact expectation)`,
-      );
-    } else if (s.L !== null) {
-      addNote(
-        "no measured head: assumes alpha_L = 1 (unit-variance scores at the standard " +
-          "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)",
-      );
-    }
-    if (s.L !== null && s.n > s.L) {
-      addNote(
-        "the length rules say what keeps a head's entropy, not its loss: in the book's language model " +
-          "(ch. language-model) no rule applied only at test carried a model far past L; keep the trained " +
-          "scale, or train with the rule you will use, and measure",
-      );
-    }
+      addNote(say(table, "head entropy", { entropy: s.headEntropy, L: s.L, alpha: s.a, law: lawOf(s) }));
+    } else if (s.L !== null) addNote(say(table, "no head"));
+    if (s.L !== null && s.n > s.L) addNote(say(table, "past L"));
     const root = Math.sqrt(s.d);
     const entries = [];
-    for (const rule of RULES) {
-      if (!rule.applies(s)) continue;
-      const name = text(rule.name, s);
-      const out = rule.run(s, table);
-      const entry = { criterion: name, source: text(rule.source, s), unit: null, scale: null, cli: Boolean(out.cli) };
+    for (const rule of table.words.rules) {
+      const [applies, run] = ARITHMETIC[rule.key];
+      if (!applies(s)) continue;
+      const name = words(rule.name, s);
+      const out = run(s, table, name);
+      const entry = { criterion: name, source: words(rule.source, s), unit: null, scale: null, cli: Boolean(out.cli) };
       if (out.cli) {
         entries.push(entry);
         out.notes.push(cliNote(name, s, Boolean(out.mayCompute), out.why));

@@ -26,6 +26,7 @@ from .gaussian import gaussian_alpha_star
 from .recipes import (
     _expected_entropy,
     _law,
+    _OUT_OF_REACH,
     _OutOfReach,
     _scalar,
     _solve_entropy,
@@ -37,7 +38,7 @@ from .recipes import (
     yarn_mscale,
 )
 
-__all__ = ["MAX_KEYS", "RULES", "Recommendation", "ScaleEntry", "recommend_scale"]
+__all__ = ["MAX_KEYS", "NOTES", "RULES", "Recommendation", "ScaleEntry", "page_words", "recommend_scale"]
 
 
 @dataclass(frozen=True)
@@ -172,26 +173,116 @@ def _note(text) -> _Outcome:
     return _Outcome(None, (text,))
 
 
+# --- the words: every name, source and note, once -----------------------------------------------
+# Templates for str.format (the page fills them with the same format specs,
+# ``book/_static/calculator-format.js``); the build writes them into the
+# page's data (``page_words``), so the page prints the words typed here.
+
+#: The notes, by key.
+NOTES = {
+    "causal": (
+        "causal: the best fixed scale is alpha*(n = {n_ref:.4g}), the optimum for that many keys; "
+        "it keeps {share:.1%} of each position's best mean-field gradient on average over "
+        "positions 2 .. {n:g}"
+    ),
+    "gradient": (
+        "gradient: the scale maximizes the source's mean-field objective; the book finds the exact "
+        "expected gradient rising toward a limit with no maximum on the range it computes "
+        "(a numerical finding, proved only for n = 2)"
+    ),
+    "cosine large": (
+        "gradient (cosine): at d = {d:g} the mean-field optimum is {ratio:.3g} times the standard "
+        "scale; at fixed d it grows like n^(2/(d-1)) (ch. cosine-scores), so in so few dimensions it "
+        "is far above any scale used in practice; check it on the model before using it"
+    ),
+    "base 512": "give train_length (--train-length) to add the length rules",
+    "yarn dynamic": (
+        "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False "
+        "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its "
+        "fine-tuned window sL, as static YaRN does"
+    ),
+    "yarn static": (
+        "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; "
+        "the rows above assume the window is n"
+    ),
+    "llama4": (
+        "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the "
+        "queries of its NoPE layers at n keys; it ignores L and is never below 1"
+    ),
+    "sqrt cosine": "the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given",
+    "sqrt none": (
+        "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, "
+        "so no scale at n matches it"
+    ),
+    "sqrt frozen": (
+        "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field "
+        "entropy no longer describes the head"
+    ),
+    "exact range": "{name}: not computed, the exact expectation covers n and L up to {top:g}",
+    "exact alpha": (
+        "{name}: not computed, alpha_L = {alpha:.4g} is beyond the exact expectation's range "
+        "(up to {top:.4g} on the unit score for {law} scores)"
+    ),
+    "exact none": (
+        "exact entropy match does not apply: the head's entropy at L ({target:.3g} nats) "
+        "exceeds log n = {log_n:.3g}, the entropy of a uniform row over n keys"
+    ),
+    "exact reach": "{name}: not computed, " + _OUT_OF_REACH,
+    "head scale": "head measured: alpha_L = {alpha:.4g} at L = {L:g}",
+    "head entropy": (
+        "head measured: entropy {entropy:.4g} nats at L = {L:g}, "
+        "i.e. alpha_L = {alpha:.4g} for {law} scores (exact expectation)"
+    ),
+    "no head": (
+        "no measured head: assumes alpha_L = 1 (unit-variance scores at the standard "
+        "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)"
+    ),
+    "past L": (
+        "the length rules say what keeps a head's entropy, not its loss: in the book's language model "
+        "(ch. language-model) no rule applied only at test carried a model far past L; keep the trained "
+        "scale, or train with the rule you will use, and measure"
+    ),
+}
+
+
+def _say(key, **values) -> str:
+    """The note ``key`` with its numbers filled in."""
+    return NOTES[key].format(**values)
+
+
+def _variant(s) -> str:
+    """Which words a rule with several uses: ``"dot"``, ``"dot causal"``, ``"cosine"``, ``"cosine causal"``."""
+    return s.scores + (" causal" if s.causal else "")
+
+
+def _fill(words, s) -> str:
+    """A name or source: a template, or templates by ``_variant``; fields ``L`` and ``law``."""
+    template = words if isinstance(words, str) else words[_variant(s)]
+    return template.format(L=s.train_length, law=s.law)
+
+
 @dataclass(frozen=True)
 class _Rule:
-    """One row of the calculator: a name, a source, when it applies, and the rule itself.
+    """One row of the calculator: a key, a name, a source, the rule itself, and when it applies.
 
-    ``criterion`` and ``source`` are strings or functions of the setting; ``applies`` says
-    whether the rule belongs to the setting at all (a rule that belongs but
-    cannot give a number returns a note instead); ``compute`` maps the
-    setting to an ``_Outcome``.
+    ``criterion`` and ``source`` are templates (``_fill``), or dicts of
+    templates by ``_variant``; ``applies`` says whether the rule belongs to
+    the setting at all (a rule that belongs but cannot give a number returns
+    a note instead); ``compute`` maps the setting to an ``_Outcome``.  The
+    page finds its arithmetic for the row by ``key``.
     """
 
-    criterion: str | Callable[[_Setting], str]
-    source: str | Callable[[_Setting], str]
+    key: str
+    criterion: str | dict[str, str]
+    source: str | dict[str, str]
     compute: Callable[[_Setting], _Outcome]
     applies: Callable[[_Setting], bool] = lambda s: True
 
     def name(self, setting: _Setting) -> str:
-        return self.criterion if isinstance(self.criterion, str) else self.criterion(setting)
+        return _fill(self.criterion, setting)
 
     def source_of(self, setting: _Setting) -> str:
-        return self.source if isinstance(self.source, str) else self.source(setting)
+        return _fill(self.source, setting)
 
 
 def _with_length(s: _Setting) -> bool:
@@ -205,47 +296,25 @@ def _standard(s):
     return _scale(1.0)
 
 
-def _gradient_name(s):
-    if s.scores == "dot":
-        return "gradient, causal (Gaussian mean field)" if s.causal else "gradient (Gaussian mean field)"
-    return "gradient (cosine mean field)" + (", causal" if s.causal else "")
-
-
-def _gradient_source(s):
-    return "book ch. decoders" if s.causal and s.scores == "dot" else "Su 2023 (9812)"
-
-
 def _gradient(s):
     d = None if s.scores == "dot" else s.d
     notes = []
     if s.causal:
         alpha, n_ref, share = best_causal_scale(round(s.n), d=d)
-        notes.append(
-            f"causal: the best fixed scale is alpha*(n = {n_ref:.4g}), the optimum for that many keys; "
-            f"it keeps {share:.1%} of each position's best mean-field gradient on average over "
-            f"positions 2 .. {round(s.n):g}"
-        )
+        notes.append(_say("causal", n_ref=n_ref, share=share, n=round(s.n)))
     else:
         alpha = float(gaussian_alpha_star(s.n) if d is None else cosine_alpha_star(s.n, d))
     if s.scores == "dot":
-        notes.append(
-            "gradient: the scale maximizes the source's mean-field objective; the book finds the exact "
-            "expected gradient rising toward a limit with no maximum on the range it computes "
-            "(a numerical finding, proved only for n = 2)"
-        )
+        notes.append(_say("gradient"))
         return _scale(alpha, *notes)
     unit = alpha / np.sqrt(s.d)
     if unit >= _LARGE_COSINE_RATIO:
-        notes.append(
-            f"gradient (cosine): at d = {s.d:g} the mean-field optimum is {unit:.3g} times the standard "
-            "scale; at fixed d it grows like n^(2/(d-1)) (ch. cosine-scores), so in so few dimensions it "
-            "is far above any scale used in practice; check it on the model before using it"
-        )
+        notes.append(_say("cosine large", d=s.d, ratio=unit))
     return _scale(unit, *notes)
 
 
 def _entropy_invariant_512(s):
-    return _scale(np.log(s.n) / np.log(512.0), "give train_length (--train-length) to add the length rules")
+    return _scale(np.log(s.n) / np.log(512.0), _say("base 512"))
 
 
 def _entropy_invariant(s):
@@ -258,14 +327,7 @@ def _qwen(s):
 
 def _yarn(s):
     factor = float(yarn_mscale(max(s.n / s.train_length, 1.0))) ** 2
-    return _scale(
-        s.alpha_l * factor,
-        "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False "
-        "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its "
-        "fine-tuned window sL, as static YaRN does",
-        "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; "
-        "the rows above assume the window is n",
-    )
+    return _scale(s.alpha_l * factor, _say("yarn dynamic"), _say("yarn static"))
 
 
 def _longrope(s):
@@ -278,91 +340,99 @@ def _infoscale(s):
 
 
 def _llama4(s):
-    return _scale(
-        s.alpha_l * float(llama4_attention_scale(s.n)),
-        "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the "
-        "queries of its NoPE layers at n keys; it ignores L and is never below 1",
-    )
+    return _scale(s.alpha_l * float(llama4_attention_scale(s.n)), _say("llama4"))
 
 
 def _sqrt_rule(s):
     if s.scores != "dot":
-        return _note("the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given")
+        return _note(_say("sqrt cosine"))
     mean_field = s.alpha_l**2 + 2.0 * np.log(s.n / s.train_length)
     if not mean_field > 0:
-        return _note(
-            "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, "
-            "so no scale at n matches it"
-        )
-    notes = []
-    if s.alpha_l**2 >= 2.0 * np.log(s.train_length):
-        notes.append(
-            "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field "
-            "entropy no longer describes the head"
-        )
-    return _scale(np.sqrt(mean_field), *notes)
+        return _note(_say("sqrt none"))
+    frozen = s.alpha_l**2 >= 2.0 * np.log(s.train_length)
+    return _scale(np.sqrt(mean_field), *([_say("sqrt frozen")] if frozen else []))
 
 
 def _qknorm(s):
     return _scale(float(qknorm_initial_scale(s.train_length)) / np.sqrt(s.d))
 
 
-def _exact_match_name(s):
-    return f"exact entropy match ({s.law})"
+#: The exact match's name (``_fill`` fields).
+_EXACT_NAME = "exact entropy match ({law})"
 
 
 def _exact_match(s):
-    name = _exact_match_name(s)
+    name = _fill(_EXACT_NAME, s)
     if max(s.n, s.train_length) > _EXACT_MAX_KEYS:
-        return _note(f"{name}: not computed, the exact expectation covers n and L up to {_EXACT_MAX_KEYS:g}")
+        return _note(_say("exact range", name=name, top=_EXACT_MAX_KEYS))
     _, to_law, cap = _law(s.law, s.d)
     if s.alpha_l * to_law > cap:
-        return _note(
-            f"{name}: not computed, alpha_L = {s.alpha_l:.4g} is beyond the exact expectation's range "
-            f"(up to {cap / to_law:.4g} on the unit score for {s.law} scores)"
-        )
+        return _note(_say("exact alpha", name=name, alpha=s.alpha_l, top=cap / to_law, law=s.law))
     target = _expected_entropy(s.alpha_l, s.train_length, s.law, s.d)
     if target >= np.log(s.n):
-        return _note(
-            f"exact entropy match does not apply: the head's entropy at L ({target:.3g} nats) "
-            f"exceeds log n = {np.log(s.n):.3g}, the entropy of a uniform row over n keys"
-        )
+        return _note(_say("exact none", target=target, log_n=np.log(s.n)))
     try:
         return _scale(_solve_entropy(target, s.n, s.law, s.d))
     except _OutOfReach as error:
-        return _note(f"{name}: not computed, {error}")
+        return _note(_say("exact reach", name=name, **error.values))
 
 
-#: The calculator's rows, in the order they print.  A new rule is one entry.
+#: The calculator's rows, in the order they print.  A new rule is one entry
+#: (and, for the page, its arithmetic under the same key in ``calculator-rules.js``).
 RULES: tuple[_Rule, ...] = (
-    _Rule("standard 1/sqrt(d)", "Vaswani et al. 2017", _standard),
-    _Rule(_gradient_name, _gradient_source, _gradient),
+    _Rule("standard", "standard 1/sqrt(d)", "Vaswani et al. 2017", _standard),
     _Rule(
+        "gradient",
+        {
+            "dot": "gradient (Gaussian mean field)",
+            "dot causal": "gradient, causal (Gaussian mean field)",
+            "cosine": "gradient (cosine mean field)",
+            "cosine causal": "gradient (cosine mean field), causal",
+        },
+        {
+            "dot": "Su 2023 (9812)",
+            "dot causal": "book ch. decoders",
+            "cosine": "Su 2023 (9812)",
+            "cosine causal": "Su 2023 (9812)",
+        },
+        _gradient,
+    ),
+    _Rule(
+        "base 512",
         "entropy-invariant log_512(n)",
         "Su 2021 (8823), base 512",
         _entropy_invariant_512,
         lambda s: s.train_length is None,
     ),
+    _Rule("entropy-invariant", "entropy-invariant a_L*log_{L:g}(n)", "Su 2021 (8823)", _entropy_invariant, _with_length),
+    _Rule("qwen", "Qwen logn (queries, n > L only)", "Bai et al. 2023", _qwen, _with_length),
+    _Rule("yarn", "YaRN dynamic, mscale(n/L)^2", "Peng et al. 2023", _yarn, _with_length),
+    _Rule("longrope", "LongRoPE, window n: 1+ln(n/L)/ln L", "Ding et al. 2024", _longrope, _with_length),
+    _Rule("infoscale", "InfoScale", "Li et al. 2025", _infoscale, _with_length),
+    _Rule("llama4", "Llama 4 (NoPE layers), f(n)", "Meta 2025", _llama4, _with_length),
+    _Rule("sqrt", "sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", _sqrt_rule, _with_length),
     _Rule(
-        lambda s: f"entropy-invariant a_L*log_{s.train_length:g}(n)",
-        "Su 2021 (8823)",
-        _entropy_invariant,
-        _with_length,
-    ),
-    _Rule("Qwen logn (queries, n > L only)", "Bai et al. 2023", _qwen, _with_length),
-    _Rule("YaRN dynamic, mscale(n/L)^2", "Peng et al. 2023", _yarn, _with_length),
-    _Rule("LongRoPE, window n: 1+ln(n/L)/ln L", "Ding et al. 2024", _longrope, _with_length),
-    _Rule("InfoScale", "Li et al. 2025", _infoscale, _with_length),
-    _Rule("Llama 4 (NoPE layers), f(n)", "Meta 2025", _llama4, _with_length),
-    _Rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", _sqrt_rule, _with_length),
-    _Rule(
+        "qknorm",
         "QK-norm initial g = log2(L^2 - L)",
         "Henry et al. 2020",
         _qknorm,
         lambda s: s.train_length is not None and s.scores == "cosine",
     ),
-    _Rule(_exact_match_name, "ch. recipes", _exact_match, _with_length),
+    _Rule("exact", _EXACT_NAME, "ch. recipes", _exact_match, _with_length),
 )
+
+
+def page_words() -> dict:
+    """Every word of the calculator, for the page (``book/_ext/calculator_table.py`` writes it).
+
+    Returns
+    -------
+    dict
+        ``rules``: the rows in order, each ``{"key", "name", "source"}`` (a
+        template, or templates by variant); ``notes``: ``NOTES``.
+    """
+    rules = [{"key": r.key, "name": r.criterion, "source": r.source} for r in RULES]
+    return {"rules": rules, "notes": dict(NOTES)}
 
 
 def _run(rule: _Rule, setting: _Setting):
@@ -467,27 +537,17 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     notes = []
     if head_scale is not None:
         alpha_l = head_scale
-        notes.append(f"head measured: alpha_L = {alpha_l:.4g} at L = {train_length:g}")
+        notes.append(_say("head scale", alpha=alpha_l, L=train_length))
     elif head_entropy is not None:
         alpha_l = _head_from_entropy(head_entropy, train_length, law, d)
-        notes.append(
-            f"head measured: entropy {head_entropy:.4g} nats at L = {train_length:g}, "
-            f"i.e. alpha_L = {alpha_l:.4g} for {law} scores (exact expectation)"
-        )
+        notes.append(_say("head entropy", entropy=head_entropy, L=train_length, alpha=alpha_l, law=law))
     else:
         alpha_l = 1.0
         if train_length is not None:
-            notes.append(
-                "no measured head: assumes alpha_L = 1 (unit-variance scores at the standard "
-                "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)"
-            )
+            notes.append(_say("no head"))
 
     if train_length is not None and n > train_length:
-        notes.append(
-            "the length rules say what keeps a head's entropy, not its loss: in the book's language model "
-            "(ch. language-model) no rule applied only at test carried a model far past L; keep the trained "
-            "scale, or train with the rule you will use, and measure"
-        )
+        notes.append(_say("past L"))
     setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l)
     entries = []
     for rule in RULES:

@@ -363,8 +363,19 @@ def _expected_entropy(alpha, n, scores="gaussian", d=None):
     return float(expected_entropy(float(alpha) * to_law, float(n), **kwargs))
 
 
+#: Why no scale reaches an entropy (str.format; the calculator and its page print it).
+_OUT_OF_REACH = (
+    "no scale up to {top:.4g} brings the entropy down to {target:.4g} nats "
+    "(a head this focused is outside the exact expectation's range)"
+)
+
+
 class _OutOfReach(ValueError):
-    """No scale the exact expectation covers reaches the entropy asked for."""
+    """No scale the exact expectation covers reaches the entropy asked for; ``values`` fill ``_OUT_OF_REACH``."""
+
+    def __init__(self, top, target):
+        self.values = {"top": top, "target": target}
+        super().__init__(_OUT_OF_REACH.format(**self.values))
 
 
 def _solve_entropy(target, n, scores="gaussian", d=None):
@@ -378,10 +389,7 @@ def _solve_entropy(target, n, scores="gaussian", d=None):
     hi = 1.0
     while gap(hi) > 0:
         if hi >= top:
-            raise _OutOfReach(
-                f"no scale up to {top:.4g} brings the entropy down to {target:.4g} nats "
-                "(a head this focused is outside the exact expectation's range)"
-            )
+            raise _OutOfReach(top, target)
         hi = min(2.0 * hi, top)
     return brentq(gap, 0.0, hi, xtol=1e-12, rtol=1e-12)
 
