@@ -22,8 +22,8 @@
   "use strict";
 
   const MAX_KEYS = 1e15; // attnscale.calculator.MAX_KEYS
-  const MAX_D = 1e6; // beyond, InfoScale's expm1 ratio loses its digits
-  const MAX_ALPHA = 1e6; // beyond, alpha_L^2 in the sqrt rule nears overflow
+  const MAX_D = 1e6; // attnscale.calculator.MAX_D
+  const MAX_ALPHA = 1e6; // attnscale.calculator.MAX_ALPHA
   const EXACT_MAX_KEYS = 1e9; // attnscale.calculator._EXACT_MAX_KEYS
 
   // The first p significant digits of x > 0, and its decimal exponent, rounded
@@ -1228,34 +1228,60 @@
   const always = () => true;
   const withL = (s) => s.L !== null;
   const scaled = (unit, ...notes) => ({ unit, notes }); // a scale and its notes
+  // a length rule: its factor on the head's alpha_L, kept exactly for the factor column (calculator._times_head)
+  const timesHead = (s, factor, ...notes) => ({ unit: s.a * factor, factor, notes });
   const ARITHMETIC = {
+    trained: [(s) => s.L !== null && s.n > s.L, (s) => timesHead(s, 1)],
     standard: [always, () => scaled(1)],
     gradient: [always, gradient],
     "base 512": [(s) => s.L === null, (s, table) => scaled(Math.log(s.n) / Math.log(512), say(table, "base 512"))],
-    "entropy-invariant": [withL, (s) => scaled((s.a * Math.log(s.n)) / Math.log(s.L))],
-    qwen: [withL, (s) => scaled(s.a * Math.max(1, Math.log(s.n) / Math.log(s.L)))],
-    yarn: [withL, (s, table) => scaled(s.a * yarnSquare(s), say(table, "yarn dynamic"), say(table, "yarn static"))],
-    longrope: [withL, (s) => scaled(s.a * (s.n > s.L ? 1 + Math.log(s.n / s.L) / Math.log(s.L) : 1))],
+    "entropy-invariant": [withL, (s) => timesHead(s, Math.log(s.n) / Math.log(s.L))],
+    qwen: [withL, (s) => timesHead(s, Math.max(1, Math.log(s.n) / Math.log(s.L)))],
+    yarn: [
+      withL,
+      (s, table) =>
+        timesHead(s, yarnSquare(s), say(table, "yarn dynamic"), say(table, "yarn static"), say(table, "rope")),
+    ],
+    // sqrt(1 + ln(n/L)/ln L)^2, as the package squares longrope_attention_factor
+    longrope: [
+      withL,
+      (s, table) => timesHead(s, s.n > s.L ? Math.sqrt(1 + Math.log(s.n / s.L) / Math.log(s.L)) ** 2 : 1, say(table, "rope")),
+    ],
     // 1 - x^(-2/d) = -expm1(-2 ln x / d): no cancellation for large d
     infoscale: [
       withL,
-      (s) => scaled(s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d))),
+      (s) => timesHead(s, Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d))),
     ],
-    llama4: [withL, (s, table) => scaled(s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))), say(table, "llama4"))],
+    llama4: [withL, (s, table) => timesHead(s, 1 + 0.1 * Math.log1p(Math.floor(s.n / 8192)), say(table, "llama4"))],
     sqrt: [withL, sqrtRule],
     qknorm: [(s) => withL(s) && s.scores === "cosine", (s) => scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d))],
     exact: [withL, exactMatch],
   };
 
-  // Checks one field; returns the number or throws the inline message (lo = 0: open, as the package's "> 0").
-  function number(value, label, lo, hi, optional) {
-    const typed = String(value ?? "").trim();
-    if (typed === "" && optional) return null;
-    const x = Number(typed);
-    if (typed === "" || !Number.isFinite(x)) throw new Error(`${label}: enter a number`);
-    if (lo === 0 ? !(x > 0 && x <= hi) : x < lo || x > hi) {
-      throw new Error(`${label}: must be ${lo === 0 ? "above 0" : `at least ${fmtG(lo)}`} and at most ${fmtG(hi)}`);
-    }
+  // The package's input error (attnscale.calculator.ERRORS), for the form's field it names.
+  function inputError(table, field, key, values = {}) {
+    // "page": the page's own message (values.text), for what only the page cannot decide
+    const error = new Error(key === "page" ? values.text : fill(table.words.errors[key], values));
+    error.field = field;
+    return error;
+  }
+
+  // What a field holds as the command line reads it (attnscale.calculator.read_number): a decimal with an
+  // optional exponent, or the package's words; empty is "not given" for the optional fields.
+  function readNumber(table, text, name, optional) {
+    const typed = String(text ?? "");
+    if (optional && typed.trim() === "") return null;
+    if (!new RegExp(table.words.syntax).test(typed)) throw inputError(table, name, "syntax", { name, text: typed });
+    return Number(typed);
+  }
+
+  // attnscale.calculator._number: finite, and in [lo, hi] (lo = 0: above 0), in the package's words.
+  function checkNumber(table, x, name, lo, hi, what = "") {
+    if (x === null) return null;
+    if (!Number.isFinite(x)) throw inputError(table, name, "finite", { name, value: x > 0 ? "inf" : "-inf" });
+    if (lo === 0 && !(x > 0)) throw inputError(table, name, "positive", { name, value: x });
+    if (x < lo) throw inputError(table, name, "low", { name, low: lo, what, value: x });
+    if (x > hi) throw inputError(table, name, "high", { name, high: hi, value: x });
     return x;
   }
 
@@ -1263,26 +1289,23 @@
   // or the inline message the package's ValueError stands for.
   function headFromEntropy(s, table) {
     const label = "measured entropy H_L";
-    if (s.L === null) throw new Error("a measured H_L needs the training length L");
-    if (s.L > EXACT_MAX_KEYS) {
-      throw new Error(`${label} needs L at most ${fmtG(EXACT_MAX_KEYS)} (the exact expectation's range); give alpha_L`);
+    const fail = (key, values) => inputError(table, "head_entropy", key, values);
+    if (s.L > EXACT_MAX_KEYS) throw fail("entropy L", { top: EXACT_MAX_KEYS });
+    if (!(s.headEntropy > 0 && s.headEntropy < Math.log(s.L))) {
+      throw fail("entropy range", { log_l: Math.log(s.L), L: s.L, value: s.headEntropy });
     }
-    if (!(s.headEntropy < Math.log(s.L))) {
-      throw new Error(`${label}: must be below log L = ${fmtG(Math.log(s.L), 4)} nats (a uniform row over L keys)`);
-    }
-    const unreachable = (top) =>
-      new Error(
-        `${label} = ${fmtG(s.headEntropy)} nats: no scale up to ${fmtG(top, 4)} brings the entropy ` +
-          "that low (a head this focused is outside the exact expectation's range); give alpha_L",
-      );
+    const unreachable = (top) => fail("entropy reach", { value: s.headEntropy, top, target: s.headEntropy });
     if (s.scores !== "dot") {
       // by quadrature (cosineExactMatch says how close it agrees)
       const out = solveCosineEntropy(s.headEntropy, s.L, s.d, gaussianGuess(s.headEntropy, s.L, table));
       if (out.close) {
-        throw new Error(
-          `${label}: too close to the lowest entropy the exact expectation reaches for the page to tell ` +
+        throw inputError(
+          table,
+          "head_entropy",
+          "page",
+          { text: `${label}: too close to the lowest entropy the exact expectation reaches for the page to tell ` +
             `whether a scale has it; give alpha_L, or see the CLI: python -m attnscale scale --d ${s.d} ` +
-            `--n ${s.n} --cosine${s.causal ? " --causal" : ""} --train-length ${s.L} --head-entropy ${s.headEntropy}`,
+            `--n ${s.n} --cosine${s.causal ? " --causal" : ""} --train-length ${s.L} --head-entropy ${s.headEntropy}` },
         );
       }
       if (out.none) throw unreachable(COSINE_CAP / Math.sqrt(s.d));
@@ -1293,33 +1316,59 @@
     return alpha;
   }
 
+  // attnscale.calculator._table_words: the title, the two lines saying what the numbers are, the headings
+  function tableWords(s, answer, table) {
+    const T = table.words.table;
+    const [raw, unit] = [T[`raw ${s.scores}`], T[`unit ${s.scores}`]];
+    const length = s.L !== null ? fill(T.length, { L: s.L }) : "";
+    const title = fill(T.title, { raw, d: s.d, n: s.n, causal: s.causal ? T.causal : "", length });
+    const suffix = s.measured ? " measured" : "";
+    const values = { raw, unit, alpha: s.a };
+    const out = { title, first: fill(T["first" + suffix], values), second: fill(T["second" + suffix], values) };
+    const level = table.words.answers.confidence[answer];
+    for (const g of table.words.groups) out[`group ${g}`] = fill(T[`group ${g}`], { answer, level });
+    out.columns = [T["column criterion"], s.measured ? T["column factor"] : T["column scale"], T["column std"], "source"];
+    return out;
+  }
+
   // The whole table for one setting: {entries, notes} or {error, field}
   // (field: the form's name of the input the message is about).
   function recommend(input, table) {
-    let s, field;
-    // each check names its field first, so that a message can point at it
-    const read = (name, ...args) => ((field = name), number(...args));
+    let s;
+    // attnscale.__main__ and attnscale.calculator.recommend_scale, in their order: every field read
+    // (the command line parses its arguments first), then each checked, then the measurement
     try {
+      const typed = {
+        d: readNumber(table, input.d, "d", false),
+        n: readNumber(table, input.n, "n", false),
+        L: readNumber(table, input.trainLength, "train_length", true),
+        headScale: readNumber(table, input.headScale, "head_scale", true),
+        headEntropy: readNumber(table, input.headEntropy, "head_entropy", true),
+      };
       s = {
-        d: read("d", input.d, "head dimension d", 2, MAX_D),
-        n: read("n", input.n, "number of keys n", 2, MAX_KEYS),
-        L: read("train_length", input.trainLength, "training length L", 2, MAX_KEYS, true),
-        headScale: read("head_scale", input.headScale, "measured scale alpha_L", 0, MAX_ALPHA, true),
-        headEntropy: read("head_entropy", input.headEntropy, "measured entropy H_L", 0, Math.log(MAX_KEYS), true),
+        d: checkNumber(table, typed.d, "d", 2, MAX_D, " (the head dimension)"),
+        n: checkNumber(table, typed.n, "n", 2, MAX_KEYS, " (at least two keys)"),
+        L: checkNumber(table, typed.L, "train_length", 2, MAX_KEYS),
+        headScale: checkNumber(table, typed.headScale, "head_scale", 0, MAX_ALPHA),
+        headEntropy: checkNumber(table, typed.headEntropy, "head_entropy", -Infinity, Infinity),
         scores: input.scores === "cosine" ? "cosine" : "dot",
         causal: Boolean(input.causal),
       };
-      if (s.headScale !== null && s.headEntropy !== null) {
-        throw new Error("give the measured entropy H_L or the measured scale alpha_L, not both");
+      if (s.headScale !== null && s.headEntropy !== null) throw inputError(table, "head_scale", "both");
+      if ((s.headScale !== null || s.headEntropy !== null) && s.L === null) {
+        throw inputError(table, s.headScale !== null ? "head_scale" : "head_entropy", "needs L");
       }
-      field = "head_scale";
-      if (s.headScale !== null && s.L === null) throw new Error("a measured alpha_L needs the training length L");
-      field = "head_entropy";
       if (s.headEntropy !== null) s.a = headFromEntropy(s, table);
     } catch (error) {
-      return { error: error.message, field };
+      if (error.field === undefined) throw error; // a bug, not the reader's input
+      return { error: error.message, field: error.field };
     }
     s.a ??= s.headScale ?? 1;
+    s.measured = s.headScale !== null || s.headEntropy !== null;
+    // attnscale.advice.calculator_answer: the answer of the book that applies, whose rows are marked
+    const answer =
+      s.L !== null && s.n > s.L ? "length" : s.scores === "cosine" ? "cosine" : s.causal ? "decoder" : "dot";
+    const marked = table.words.answers.rows[answer];
     const notes = [];
     const addNote = (note) => notes.includes(note) || notes.push(note);
     if (s.headScale !== null) addNote(say(table, "head scale", { alpha: s.a, L: s.L }));
@@ -1334,7 +1383,16 @@
       if (!applies(s)) continue;
       const name = words(rule.name, s);
       const out = run(s, table, name);
-      const entry = { criterion: name, source: words(rule.source, s), unit: null, scale: null, cli: Boolean(out.cli) };
+      const group = marked.includes(rule.key) ? "answer" : rule.kind;
+      const entry = {
+        criterion: name,
+        source: words(rule.source, s),
+        unit: null,
+        scale: null,
+        factor: null,
+        group,
+        cli: Boolean(out.cli),
+      };
       if (out.cli) {
         entries.push(entry);
         out.notes.push(cliNote(name, s, Boolean(out.mayCompute), out.why));
@@ -1342,14 +1400,19 @@
         const raw = s.scores === "dot" ? out.unit / root : out.unit * root;
         // never a degenerate scale, as the package's _run
         if (Number.isFinite(out.unit) && out.unit > 0 && Number.isFinite(raw) && raw > 0) {
-          entries.push(Object.assign(entry, { unit: out.unit, scale: raw }));
+          // with a measured head, the factor on its trained logits (attnscale.calculator._run)
+          const factor = s.measured ? (out.factor ?? out.unit / s.a) : null;
+          entries.push(Object.assign(entry, { unit: out.unit, scale: raw, factor }));
         } else {
           out.notes.push(`${name}: gives no usable scale here; left out`);
         }
       }
       out.notes.forEach(addNote);
     }
-    return { entries, notes, setting: s };
+    // the book's answer first, then the published rules, then the criteria; stable within a group
+    const groups = table.words.groups;
+    entries.sort((a, b) => groups.indexOf(a.group) - groups.indexOf(b.group));
+    return { entries, notes, setting: s, answer, words: tableWords(s, answer, table) };
   }
 
   // --- the form ----------------------------------------------------------
@@ -1649,27 +1712,44 @@
       }
     }
     if (result.error) return result.error;
-    const rows = result.entries.map((e) =>
-      el("tr", [
-        el("th", e.criterion, { scope: "row" }),
-        ...(e.cli
-          ? [el("td", "see the CLI", { colspan: "2" })]
-          : [
-              el("td", fmtG(e.scale, 4), { class: "calc-number" }),
-              el("td", e.unit < 1e3 ? fmtF(e.unit, 3) : fmtE(e.unit, 1), { class: "calc-number" }),
-            ]),
-        el("td", e.source),
-      ]),
-    );
-    const head = el("tr", ["criterion", "scale", "× standard", "source"].map((h) => el("th", h, { scope: "col" })));
-    const unit = value("scores") === "dot" ? "q·k" : "cos(q, k)";
-    const caption = el("caption", `scale for softmax(scale × ${unit})`);
-    const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
+    // the table as the command line prints it (attnscale.calculator.Recommendation.table): the same
+    // title, lines, columns, group headings, rows and digits
+    const W = result.words;
+    const fixed = (x) => (x < 1e3 ? fmtF(x, 3) : fmtE(x, 1)); // attnscale.calculator._fixed
+    const measured = result.setting.measured;
+    const body = [];
+    let group = null;
+    for (const e of result.entries) {
+      if (e.group !== group) {
+        group = e.group;
+        body.push(el("tr", [el("th", W[`group ${group}`], { colspan: "4", scope: "colgroup" })], { class: "calc-group" }));
+      }
+      body.push(
+        el(
+          "tr",
+          [
+            el("th", e.criterion, { scope: "row" }),
+            ...(e.cli
+              ? [el("td", "see the CLI", { colspan: "2" })]
+              : [
+                  el("td", measured ? fixed(e.factor) : fmtG(e.scale, 4), { class: "calc-number" }),
+                  el("td", fixed(e.unit), { class: "calc-number" }),
+                ]),
+            el("td", e.source),
+          ],
+          e.group === "answer" ? { class: "calc-recommended" } : {},
+        ),
+      );
+    }
+    const head = el("tr", W.columns.map((h) => el("th", h, { scope: "col" })));
+    const caption = el("caption", W.title);
+    const tbl = el("table", [caption, el("thead", [head]), el("tbody", body)], { class: "calc-table" });
+    const legend = [W.first, W.second].map((line) => el("p", line, { class: "calc-legend" }));
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
     const figures = [plot(result.setting, table), gradientFigure(form, result.setting, table)];
-    out.replaceChildren(tbl, el("p", "Notes:"), notes, ...figures);
+    out.replaceChildren(...legend, tbl, el("p", "Notes:"), notes, ...figures);
     showScrollHint(form);
-    return `${rows.length} rows updated`;
+    return `${result.entries.length} rows updated`;
   }
 
   // On a narrow screen the table scrolls inside its box; nothing else says so

@@ -13,13 +13,15 @@ or a note, run on its own so that no rule can stop the others.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate
+from . import _validate, advice
 from .cosine import cosine_alpha_star
 from .decoder import best_causal_scale
 from .gaussian import gaussian_alpha_star
@@ -38,29 +40,54 @@ from .recipes import (
     yarn_mscale,
 )
 
-__all__ = ["MAX_KEYS", "NOTES", "RULES", "Recommendation", "ScaleEntry", "page_words", "recommend_scale"]
+__all__ = [
+    "ERRORS",
+    "MAX_ALPHA",
+    "MAX_D",
+    "MAX_KEYS",
+    "NOTES",
+    "RULES",
+    "TABLE",
+    "Recommendation",
+    "ScaleEntry",
+    "page_words",
+    "read_number",
+    "recommend_scale",
+]
 
 
 @dataclass(frozen=True)
 class ScaleEntry:
-    """One criterion's scale.
+    r"""One criterion's scale.
 
     Attributes
     ----------
     criterion : str
         The rule, e.g. ``"gradient (Gaussian mean field)"``.
     scale : float
-        Factor on the raw scores (:math:`q\\cdot k` or the cosine).
+        Factor on the raw scores (:math:`q\cdot k` or the cosine).
     unit_scale : float
         The same factor on the unit-variance score (1 is the standard scale).
     source : str
         Where the rule comes from.
+    factor : float or None
+        With a measured head: the factor on the head's *trained* logits,
+        which already carry its scale :math:`\alpha_L` (``unit_scale`` is
+        ``factor`` times :math:`\alpha_L`); for a length rule, exactly the
+        rule's own factor (Qwen's :math:`\log_L n`).  ``None`` without a
+        measurement.
+    group : str
+        What the row is: ``"answer"`` (what ``attnscale.answers`` recommends
+        for the setting), ``"published"`` (a published rule), ``"criterion"``
+        (a criterion of Part II or III) or ``"book"``; ``TABLE`` words each.
     """
 
     criterion: str
     scale: float
     unit_scale: float
     source: str
+    factor: float | None = None
+    group: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,9 +110,15 @@ class Recommendation:
         The head's scale at the training length on the unit-variance score
         (measured, or the default 1).
     entries : tuple of ScaleEntry
-        One per criterion that applies and gives a number.
+        One per criterion that applies and gives a number, the recommended
+        row(s) first, then the published rules, then the book's criteria.
     notes : tuple of str
         The assumptions made, and every rule that does not apply, in words.
+    answer : str
+        The key of the answer of ``attnscale.answers`` that applies here
+        (``attnscale.advice.calculator_answer``); its rows have ``group == "answer"``.
+    measured : bool
+        Whether ``alpha_train`` was measured (then each entry has a ``factor``).
     """
 
     d: float
@@ -96,21 +129,37 @@ class Recommendation:
     alpha_train: float
     entries: tuple[ScaleEntry, ...]
     notes: tuple[str, ...]
+    answer: str = "dot"
+    measured: bool = False
+
+    @property
+    def recommended(self) -> tuple[ScaleEntry, ...]:
+        """The rows ``attnscale.answers`` recommends for this setting."""
+        return tuple(e for e in self.entries if e.group == "answer")
 
     def table(self) -> str:
-        """The recommendation as a plain-text table, in lines of at most 88 columns."""
-        unit = "q.k" if self.scores == "dot" else "cos(q, k)"
-        title = (
-            f"scale for softmax(scale * {unit}), d = {self.d:g}, n = {self.n:g}"
-            + (", causal" if self.causal else "")
-            + (f", L = {self.train_length:g}" if self.train_length else "")
-        )
-        width = max((len(e.criterion) for e in self.entries), default=len("criterion"))
-        lines = textwrap.wrap(title, 88, subsequent_indent="  ")
-        lines.append(f"  {'criterion':<{width}}  {'scale':>9}  {'x std':>7}  source")
+        """The recommendation as a plain-text table, in lines of at most 88 columns.
+
+        With a measured head the first number is the factor on its trained
+        logits and the second the scale on the unit-variance score; without
+        one, the scale on the raw score and on the unit-variance score.  The
+        rows come in groups under a heading each: what the book recommends
+        here, the published rules, the book's criteria.
+        """
+        words = _table_words(self)
+        lines = textwrap.wrap(words["title"], 88, subsequent_indent="  ")
+        for key in ("first", "second"):
+            lines += textwrap.wrap(words[key], 88, initial_indent="  ", subsequent_indent="    ")
+        width = max((len(e.criterion) for e in self.entries), default=len("criterion")) + 2
+        first = TABLE["column factor"] if self.measured else TABLE["column scale"]
+        lines.append(f"  {TABLE['column criterion']:<{width}}  {first:>9}  {TABLE['column std']:>7}  source")
+        group = None
         for e in self.entries:
-            unit = f"{e.unit_scale:7.3f}" if e.unit_scale < 1e3 else f"{e.unit_scale:7.1e}"
-            lines.append(f"  {e.criterion:<{width}}  {e.scale:9.4g}  {unit}  {e.source}")
+            if e.group != group:
+                group = e.group
+                lines.append("  " + words[f"group {group}"])
+            number = _fixed(e.factor) if self.measured else f"{e.scale:.4g}"
+            lines.append(f"    {e.criterion:<{width - 2}}  {number:>9}  {_fixed(e.unit_scale):>7}  {e.source}")
         for note in self.notes:
             lines += textwrap.wrap(note, 88, initial_indent="  note: ", subsequent_indent="        ")
         return "\n".join(lines)
@@ -119,17 +168,116 @@ class Recommendation:
         return self.table()
 
 
-def _optional_positive(value, name):
-    if value is None:
-        return None
-    number = _scalar(value, name)
-    if not number > 0:
-        raise ValueError(f"{name} must be > 0, got {number:g}")
+def _fixed(x: float) -> str:
+    """A factor or a unit scale as the table prints it: three decimals, or two digits in e-notation from 1000."""
+    return f"{x:.3f}" if x < 1e3 else f"{x:.1e}"
+
+
+#: The table's words: its title, the lines that say what its numbers are, its
+#: columns and the headings of its groups of rows (``str.format`` templates).
+TABLE = {
+    "title": "scale for softmax(scale * {raw}), d = {d:g}, n = {n:g}{causal}{length}",
+    "causal": ", causal",
+    "length": ", L = {L:g}",
+    "first measured": "factor: multiplies this head's trained logits, which already carry its alpha_L = {alpha:.4g}",
+    "second measured": "x std: the scale on the unit-variance score {unit}, the factor times alpha_L",
+    "first": "scale: multiplies {raw}",
+    "second": "x std: the same scale on the unit-variance score {unit} (1 is the standard scale)",
+    "column criterion": "criterion",
+    "column factor": "factor",
+    "column scale": "scale",
+    "column std": "x std",
+    "group answer": "what the book recommends here (its answer '{answer}', {level} confidence):",
+    "group published": "published rules, each as its release applies it:",
+    "group criterion": "the book's criteria (Parts II and III), not its advice:",
+    "group book": "the book's other rows:",
+    "raw dot": "q.k",
+    "raw cosine": "cos(q, k)",
+    "unit dot": "q.k/sqrt(d)",
+    "unit cosine": "sqrt(d) cos(q, k)",
+}
+
+#: The order of the groups of rows.
+GROUPS = ("answer", "published", "criterion", "book")
+
+
+def _table_words(rec) -> dict:
+    """The table's title, its two explaining lines and its group headings, filled in for ``rec``."""
+    raw, unit = TABLE[f"raw {rec.scores}"], TABLE[f"unit {rec.scores}"]
+    length = TABLE["length"].format(L=rec.train_length) if rec.train_length is not None else ""
+    title = TABLE["title"].format(
+        raw=raw, d=rec.d, n=rec.n, causal=TABLE["causal"] if rec.causal else "", length=length
+    )
+    suffix = " measured" if rec.measured else ""
+    values = {"raw": raw, "unit": unit, "alpha": rec.alpha_train}
+    out = {
+        "title": title,
+        "first": TABLE["first" + suffix].format(**values),
+        "second": TABLE["second" + suffix].format(**values),
+    }
+    level = advice.CONFIDENCE[rec.answer]
+    for group in GROUPS:
+        out[f"group {group}"] = TABLE[f"group {group}"].format(answer=rec.answer, level=level)
+    return out
+
+
+#: The calculator's input errors (``str.format`` templates); the page prints the same words.
+ERRORS = {
+    "syntax": "{name} must be a number, got '{text}'",
+    "finite": "{name} must be finite, got {value}",
+    "low": "{name} must be >= {low:g}{what}, got {value:g}",
+    "high": "{name} must be <= {high:g} (the calculator's range), got {value:g}",
+    "positive": "{name} must be > 0, got {value:g}",
+    "both": "give head_entropy or head_scale, not both",
+    "needs L": "a measured head (head_entropy or head_scale) needs train_length",
+    "entropy L": "head_entropy needs train_length <= {top:g} (the exact expectation's range); give head_scale instead",
+    "entropy range": (
+        "head_entropy must be between 0 and log(train_length) = {log_l:.4g} nats "
+        "(a uniform row over {L:g} keys), got {value:g}"
+    ),
+    "entropy reach": "head_entropy = {value:g} nats: " + _OUT_OF_REACH + "; give head_scale instead",
+}
+
+#: What the calculator reads as a number, in the command line and on the page: a decimal, with an
+#: optional sign and exponent (no hexadecimal, no underscores, no ``inf`` or ``nan``).
+NUMBER_SYNTAX = r"^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$"
+
+
+def read_number(text: str, name: str) -> float:
+    """A number typed by a reader (the command line's arguments), or the calculator's ``ValueError``.
+
+    Examples
+    --------
+    >>> read_number("4096", "n")
+    4096.0
+    >>> read_number("0x10", "d")
+    Traceback (most recent call last):
+    ...
+    ValueError: d must be a number, got '0x10'
+    """
+    if not re.match(NUMBER_SYNTAX, text):
+        raise ValueError(ERRORS["syntax"].format(name=name, text=text))
+    return float(text)
+
+
+def _number(value, name, low, high, what="") -> float:
+    """One of the calculator's numbers: a finite real scalar in ``[low, high]`` (``low = 0``: above 0)."""
+    number = _scalar(value, name)  # TypeError for non-numbers, ERRORS["finite"] for inf and nan
+    if low == 0 and not number > 0:
+        raise ValueError(ERRORS["positive"].format(name=name, value=number))
+    if number < low:
+        raise ValueError(ERRORS["low"].format(name=name, low=low, what=what, value=number))
+    if number > high:
+        raise ValueError(ERRORS["high"].format(name=name, high=high, value=number))
     return number
 
 
 #: The calculator's domain for the number of keys and the training length.
 MAX_KEYS = 1e15
+#: ... for the head dimension (beyond, InfoScale's ratio of expm1 loses its digits).
+MAX_D = 1e6
+#: ... for a measured scale alpha_L (beyond, alpha_L^2 in the sqrt rule nears overflow).
+MAX_ALPHA = 1e6
 #: The exact expectations (``attnscale.expected_entropy``) cover up to this many keys.
 _EXACT_MAX_KEYS = 1e9
 #: A cosine gradient scale this many times the standard one gets a note.
@@ -146,6 +294,7 @@ class _Setting:
     causal: bool
     train_length: float | None
     alpha_l: float
+    measured: bool = False
 
     @property
     def law(self) -> str:
@@ -163,10 +312,17 @@ class _Outcome:
 
     unit_scale: float | None = None
     notes: tuple[str, ...] = ()
+    factor: float | None = None  # a length rule's own factor on the head's scale alpha_L
 
 
 def _scale(unit_scale, *notes) -> _Outcome:
     return _Outcome(float(unit_scale), tuple(notes))
+
+
+def _times_head(s, factor, *notes) -> _Outcome:
+    """A length rule: ``factor`` on the head's scale alpha_L, kept exactly for the factor column."""
+    factor = float(factor)
+    return _Outcome(s.alpha_l * factor, tuple(notes), factor)
 
 
 def _note(text) -> _Outcome:
@@ -181,9 +337,9 @@ def _note(text) -> _Outcome:
 #: The notes, by key.
 NOTES = {
     "causal": (
-        "causal: the best fixed scale is alpha*(n = {n_ref:.4g}), the optimum for that many keys; "
-        "it keeps {share:.1%} of each position's best mean-field gradient on average over "
-        "positions 2 .. {n:g}"
+        "causal: the fixed scale that keeps the most mean-field gradient is alpha*(n = {n_ref:.4g}), the "
+        "optimum for that many keys; it keeps {share:.1%} of each position's best on average over "
+        "positions 2 .. {n:g} (a criterion at initialization, not the book's advice)"
     ),
     "gradient": (
         "gradient: the scale maximizes the source's mean-field objective; the book finds the exact "
@@ -195,7 +351,7 @@ NOTES = {
         "scale; at fixed d it grows like n^(2/(d-1)) (ch. cosine-scores), so in so few dimensions it "
         "is far above any scale used in practice; check it on the model before using it"
     ),
-    "base 512": "give train_length (--train-length) to add the length rules",
+    "base 512": "give the training length L to add the length rules",
     "yarn dynamic": (
         "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False "
         "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its "
@@ -204,6 +360,13 @@ NOTES = {
     "yarn static": (
         "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; "
         "the rows above assume the window is n"
+    ),
+    "rope": (
+        "YaRN and LongRoPE: each factor is designed to go with its method's change of the rotary "
+        "frequencies (YaRN's interpolation by parts, LongRoPE's searched rescaling), not alone on a "
+        "model whose RoPE is unchanged; in the book's language model with RoPE, two of three rules "
+        "applied only at test gained a few hundredths of a nat per byte (ch. language-model), and Su "
+        "reports his log n scale gaining most on top of NTK-aware RoPE (ch. recipes)"
     ),
     "llama4": (
         "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the "
@@ -235,7 +398,7 @@ NOTES = {
     ),
     "no head": (
         "no measured head: assumes alpha_L = 1 (unit-variance scores at the standard "
-        "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)"
+        "scale); give the head's measured entropy H_L or scale alpha_L at L to start from it"
     ),
     "past L": (
         "the length rules say what keeps a head's entropy, not its loss: in the book's language model "
@@ -277,6 +440,7 @@ class _Rule:
     source: str | dict[str, str]
     compute: Callable[[_Setting], _Outcome]
     applies: Callable[[_Setting], bool] = lambda s: True
+    kind: str = "published"  # its group when it is not the book's answer here (GROUPS)
 
     def name(self, setting: _Setting) -> str:
         return _fill(self.criterion, setting)
@@ -287,6 +451,10 @@ class _Rule:
 
 def _with_length(s: _Setting) -> bool:
     return s.train_length is not None
+
+
+def _past_l(s: _Setting) -> bool:
+    return s.train_length is not None and s.n > s.train_length
 
 
 # --- the rules, one small function each ---------------------------------------------------------
@@ -317,30 +485,34 @@ def _entropy_invariant_512(s):
     return _scale(np.log(s.n) / np.log(512.0), _say("base 512"))
 
 
+def _trained(s):
+    return _times_head(s, 1.0)
+
+
 def _entropy_invariant(s):
-    return _scale(s.alpha_l * np.log(s.n) / np.log(s.train_length))
+    return _times_head(s, np.log(s.n) / np.log(s.train_length))
 
 
 def _qwen(s):
-    return _scale(s.alpha_l * max(1.0, np.log(s.n) / np.log(s.train_length)))
+    return _times_head(s, max(1.0, np.log(s.n) / np.log(s.train_length)))
 
 
 def _yarn(s):
     factor = float(yarn_mscale(max(s.n / s.train_length, 1.0))) ** 2
-    return _scale(s.alpha_l * factor, _say("yarn dynamic"), _say("yarn static"))
+    return _times_head(s, factor, _say("yarn dynamic"), _say("yarn static"), _say("rope"))
 
 
 def _longrope(s):
     factor = float(longrope_attention_factor(max(s.n / s.train_length, 1.0), s.train_length)) ** 2
-    return _scale(s.alpha_l * factor)
+    return _times_head(s, factor, _say("rope"))
 
 
 def _infoscale(s):
-    return _scale(s.alpha_l * float(infoscale_factor(s.n, s.d, s.train_length)))
+    return _times_head(s, float(infoscale_factor(s.n, s.d, s.train_length)))
 
 
 def _llama4(s):
-    return _scale(s.alpha_l * float(llama4_attention_scale(s.n)), _say("llama4"))
+    return _times_head(s, float(llama4_attention_scale(s.n)), _say("llama4"))
 
 
 def _sqrt_rule(s):
@@ -380,6 +552,7 @@ def _exact_match(s):
 #: The calculator's rows, in the order they print.  A new rule is one entry
 #: (and, for the page, its arithmetic under the same key in ``calculator-rules.js``).
 RULES: tuple[_Rule, ...] = (
+    _Rule("trained", "keep the trained scale alpha_L", "ch. language-model", _trained, _past_l, "book"),
     _Rule("standard", "standard 1/sqrt(d)", "Vaswani et al. 2017", _standard),
     _Rule(
         "gradient",
@@ -396,6 +569,7 @@ RULES: tuple[_Rule, ...] = (
             "cosine causal": "Su 2023 (9812)",
         },
         _gradient,
+        kind="criterion",
     ),
     _Rule(
         "base 512",
@@ -406,11 +580,13 @@ RULES: tuple[_Rule, ...] = (
     ),
     _Rule("entropy-invariant", "entropy-invariant a_L*log_{L:g}(n)", "Su 2021 (8823)", _entropy_invariant, _with_length),
     _Rule("qwen", "Qwen logn (queries, n > L only)", "Bai et al. 2023", _qwen, _with_length),
-    _Rule("yarn", "YaRN dynamic, mscale(n/L)^2", "Peng et al. 2023", _yarn, _with_length),
-    _Rule("longrope", "LongRoPE, window n: 1+ln(n/L)/ln L", "Ding et al. 2024", _longrope, _with_length),
+    _Rule("yarn", "YaRN mscale(n/L)^2, with its RoPE", "Peng et al. 2023", _yarn, _with_length),
+    _Rule("longrope", "LongRoPE 1+ln(n/L)/ln L, with its RoPE", "Ding et al. 2024", _longrope, _with_length),
     _Rule("infoscale", "InfoScale", "Li et al. 2025", _infoscale, _with_length),
     _Rule("llama4", "Llama 4 (NoPE layers), f(n)", "Meta 2025", _llama4, _with_length),
-    _Rule("sqrt", "sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", _sqrt_rule, _with_length),
+    _Rule(
+        "sqrt", "sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", _sqrt_rule, _with_length, "criterion"
+    ),
     _Rule(
         "qknorm",
         "QK-norm initial g = log2(L^2 - L)",
@@ -418,7 +594,7 @@ RULES: tuple[_Rule, ...] = (
         _qknorm,
         lambda s: s.train_length is not None and s.scores == "cosine",
     ),
-    _Rule("exact", _EXACT_NAME, "ch. recipes", _exact_match, _with_length),
+    _Rule("exact", _EXACT_NAME, "ch. recipes", _exact_match, _with_length, "criterion"),
 )
 
 
@@ -429,10 +605,21 @@ def page_words() -> dict:
     -------
     dict
         ``rules``: the rows in order, each ``{"key", "name", "source"}`` (a
-        template, or templates by variant); ``notes``: ``NOTES``.
+        template, or templates by variant) and its group; ``notes``: ``NOTES``;
+        ``table``, ``groups``, ``errors``, ``syntax``: ``TABLE``, ``GROUPS``,
+        ``ERRORS``, ``NUMBER_SYNTAX``; ``answers``: which rows state which of
+        the book's answers and how sure it is (``attnscale.advice``).
     """
-    rules = [{"key": r.key, "name": r.criterion, "source": r.source} for r in RULES]
-    return {"rules": rules, "notes": dict(NOTES)}
+    rules = [{"key": r.key, "name": r.criterion, "source": r.source, "kind": r.kind} for r in RULES]
+    return {
+        "rules": rules,
+        "notes": dict(NOTES),
+        "table": dict(TABLE),
+        "groups": list(GROUPS),
+        "errors": dict(ERRORS),
+        "syntax": NUMBER_SYNTAX,
+        "answers": {"rows": advice.CALCULATOR_ROWS, "confidence": advice.CONFIDENCE},
+    }
 
 
 def _run(rule: _Rule, setting: _Setting):
@@ -451,7 +638,10 @@ def _run(rule: _Rule, setting: _Setting):
         return None, (f"{name}: not computed here ({type(error).__name__}: {error})",)
     if not (np.isfinite(unit) and unit > 0 and np.isfinite(raw) and raw > 0):  # never a degenerate scale
         return None, (*outcome.notes, f"{name}: gives no usable scale here ({unit!r}); left out")
-    return ScaleEntry(name, raw, unit, source), outcome.notes
+    factor = None
+    if setting.measured:  # a length rule's own factor, exactly; any other row's scale over alpha_L
+        factor = outcome.factor if outcome.factor is not None else unit / setting.alpha_l
+    return ScaleEntry(name, raw, unit, source, factor), outcome.notes
 
 
 def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_entropy=None, head_scale=None):
@@ -462,6 +652,14 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     by ``head_scale_from_entropy``), or, without a measurement, the
     default :math:`\alpha_L = 1` (unit-variance scores at the standard
     scale), which the notes state.
+
+    With a measured head each row also gives the factor to put on the
+    head's *trained* logits, which already carry :math:`\alpha_L` (a length
+    rule's factor exactly, e.g. Qwen's :math:`\log_L n`; any other row's
+    scale divided by :math:`\alpha_L`).  The row or rows that
+    :func:`attnscale.answers` recommends for the setting
+    (``attnscale.advice.calculator_answer``) come first, marked
+    ``group="answer"``; then the published rules; then the book's criteria.
 
     The rows are the table ``attnscale.calculator.RULES``: each rule is a small
     function of the setting that returns a scale or a note, run on its own,
@@ -476,7 +674,7 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     Parameters
     ----------
     d : int or float
-        Head dimension, ``>= 2``.
+        Head dimension, ``2 <= d <= 1e6``.
     n : int or float
         Number of keys, ``2 <= n <= 1e15``; for ``causal=True`` the longest sequence.
     scores : {"dot", "cosine"}, optional
@@ -494,7 +692,7 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
         strictly between 0 and :math:`\log L`, with :math:`L \le 10^9`.  Needs ``train_length``.
     head_scale : float, optional
         The head's measured scale :math:`\alpha_L` on the unit-variance
-        score, ``> 0``.  Needs ``train_length``; not with ``head_entropy``.
+        score, ``0 < head_scale <= 1e6``.  Needs ``train_length``; not with ``head_entropy``.
 
     Returns
     -------
@@ -504,34 +702,46 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     Raises
     ------
     ValueError
-        ``d < 2``, ``n`` or ``train_length`` outside ``[2, 1e15]``, an unknown
+        ``d`` outside ``[2, 1e6]``, ``n`` or ``train_length`` outside ``[2, 1e15]``, an unknown
         ``scores``, non-finite values, a measurement without ``train_length``,
         both measurements at once, or a measured entropy that no head of the
         score law has at scales the exact expectation covers.
     TypeError
         Non-numeric arguments, or a non-boolean ``causal``.
+
+    See Also
+    --------
+    attnscale.answers : what the book recommends, the one source of the marked rows.
+    attnscale.head_scale_from_entropy : alpha_L from a measured entropy.
+
+    Examples
+    --------
+    A head trained at 4096 keys with mean entropy 5.5 nats, run at 32768:
+    Qwen's factor on its trained logits is :math:`\log_{4096} 32768 = 1.25`.
+
+    >>> rec = recommend_scale(128, 32768, train_length=4096, head_entropy=5.5)
+    >>> rec.answer, [e.criterion for e in rec.recommended]
+    ('length', ['keep the trained scale alpha_L'])
+    >>> qwen = next(e for e in rec.entries if e.criterion.startswith("Qwen"))
+    >>> round(qwen.factor, 4)
+    1.25
     """
-    d = _scalar(_validate.dimension(d), "d")
-    n = _scalar(_validate.key_count(n), "n")
-    if n > MAX_KEYS:
-        raise ValueError(f"n must be <= {MAX_KEYS:g} (the calculator's range), got {n:g}")
+    d = _number(d, "d", 2.0, MAX_D, " (the head dimension)")
+    n = _number(n, "n", 2.0, MAX_KEYS, " (at least two keys)")
     if not isinstance(scores, str) or scores not in ("dot", "cosine"):
         raise ValueError(f"scores must be 'dot' or 'cosine', got {scores!r}")
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be True or False, got {type(causal).__name__}")
     if train_length is not None:
-        train_length = _scalar(_validate.at_least(train_length, "train_length", 2.0), "train_length")
-        if train_length > MAX_KEYS:
-            raise ValueError(
-                f"train_length must be <= {MAX_KEYS:g} (the calculator's range), got {train_length:g}"
-            )
-    head_scale = _optional_positive(head_scale, "head_scale")
+        train_length = _number(train_length, "train_length", 2.0, MAX_KEYS)
+    if head_scale is not None:
+        head_scale = _number(head_scale, "head_scale", 0.0, MAX_ALPHA)
     if head_entropy is not None:
         head_entropy = _scalar(head_entropy, "head_entropy")
     if head_entropy is not None and head_scale is not None:
-        raise ValueError("give head_entropy or head_scale, not both")
+        raise ValueError(ERRORS["both"])
     if (head_entropy is not None or head_scale is not None) and train_length is None:
-        raise ValueError("a measured head (head_entropy or head_scale) needs train_length")
+        raise ValueError(ERRORS["needs L"])
 
     law = "gaussian" if scores == "dot" else "cosine"
     notes = []
@@ -548,26 +758,33 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
 
     if train_length is not None and n > train_length:
         notes.append(_say("past L"))
-    setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l)
+    measured = head_scale is not None or head_entropy is not None
+    setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l, measured)
+    answer = advice.calculator_answer(scores, bool(causal), n, train_length)
     entries = []
     for rule in RULES:
         if not rule.applies(setting):
             continue
         entry, rule_notes = _run(rule, setting)
         if entry is not None:
-            entries.append(entry)
+            group = "answer" if rule.key in advice.CALCULATOR_ROWS[answer] else rule.kind
+            entries.append(dataclasses.replace(entry, group=group))
         notes.extend(note for note in rule_notes if note not in notes)
-    return Recommendation(d, n, scores, bool(causal), train_length, alpha_l, tuple(entries), tuple(notes))
+    entries.sort(key=lambda e: GROUPS.index(e.group))  # stable: the order of RULES within a group
+    return Recommendation(
+        d, n, scores, bool(causal), train_length, alpha_l, tuple(entries), tuple(notes), answer, measured
+    )
 
 
 def _head_from_entropy(head_entropy, train_length, law, d):
     """alpha_L of a measured entropy, with the calculator's errors naming head_entropy."""
     if train_length > _EXACT_MAX_KEYS:
+        raise ValueError(ERRORS["entropy L"].format(top=_EXACT_MAX_KEYS))
+    if not 0.0 < head_entropy < np.log(train_length):
         raise ValueError(
-            f"head_entropy needs train_length <= {_EXACT_MAX_KEYS:g} (the exact expectation's range); "
-            "give head_scale instead"
+            ERRORS["entropy range"].format(log_l=np.log(train_length), L=train_length, value=head_entropy)
         )
     try:
         return head_scale_from_entropy(head_entropy, train_length, law, d)
     except _OutOfReach as error:
-        raise ValueError(f"head_entropy = {head_entropy:g} nats: {error}; give head_scale instead") from None
+        raise ValueError(ERRORS["entropy reach"].format(value=head_entropy, **error.values)) from None
