@@ -87,3 +87,19 @@ def test_the_calculator_rows_are_answers():
     assert calculator_answer("dot", False, 100, None) == "dot"
     for answer in ANSWERS.values():
         assert answer.rows
+
+
+def test_readme_opens_with_the_answers_and_their_levels():
+    """README's first lines say what the book recommends, at the confidence attnscale.answers gives."""
+    readme = (ROOT / "README.md").read_text().split("## Quick start")[0]
+    labels = {
+        "dot": "dot-product attention",
+        "cosine": "QK-normalized attention",
+        "decoder": "decoders",
+        "contrastive": "contrastive losses",
+        "length": "past the training length",
+    }
+    for key, label in labels.items():
+        start = readme.index(f"- **{label}:**")
+        end = readme.find("\n- ", start + 1)
+        assert f"({ANSWERS[key].confidence}" in readme[start : end if end > 0 else None], key
