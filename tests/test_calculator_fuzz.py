@@ -68,7 +68,13 @@ def settings_(draw):
 
 
 def assert_sound(rec, kwargs):
-    assert rec.entries and rec.entries[0].criterion == "standard 1/sqrt(d)"
+    assert rec.entries and "standard 1/sqrt(d)" in [e.criterion for e in rec.entries]
+    # the book's answer first, and a measured head's factor times alpha_L is its unit scale
+    assert rec.recommended and rec.entries[0].group == "answer"
+    for e in rec.entries:
+        assert (e.factor is not None) == rec.measured
+        if rec.measured:
+            assert e.factor * rec.alpha_train == pytest.approx(e.unit_scale, rel=1e-12)
     root = math.sqrt(kwargs["d"])
     for e in rec.entries:
         assert np.isfinite(e.scale) and e.scale > 0 and np.isfinite(e.unit_scale) and e.unit_scale > 0, e
