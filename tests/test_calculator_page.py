@@ -1109,7 +1109,7 @@ REJECTED = [
 
 
 def test_the_page_rejects_what_the_cli_rejects_in_its_words(calculator):
-    """The form's message is the command line's error, word for word; nothing the CLI refuses prints a table."""
+    """The form's message is the command line's error, word for word; nothing it refuses prints a table."""
     flags = {"trainLength": "--train-length", "headScale": "--head-scale", "headEntropy": "--head-entropy"}
     pages = calculator.evaluate(RECOMMEND_ALL, REJECTED)
     for typed, page in zip(REJECTED, pages, strict=True):

@@ -385,7 +385,9 @@ def test_a_failing_rule_is_a_note_by_construction(monkeypatch):
 def test_a_new_rule_is_one_entry(monkeypatch):
     from attnscale import calculator
 
-    extra = calculator._Rule("twice", "twice the standard", "test", lambda s: calculator._scale(2.0), kind="criterion")
+    extra = calculator._Rule(
+        "twice", "twice the standard", "test", lambda s: calculator._scale(2.0), kind="criterion"
+    )
     monkeypatch.setattr(calculator, "RULES", (*calculator.RULES, extra))
     rec = at.recommend_scale(64, 1000)
     assert rec.entries[-1] == at.ScaleEntry("twice the standard", 2.0 / 8.0, 2.0, "test", group="criterion")
@@ -412,7 +414,9 @@ def test_yarn_row_says_which_finetuned_branch_it_shows():
 def test_causal_note_in_both_modes():
     for scores in ("dot", "cosine"):
         rec = at.recommend_scale(64, 8192, scores=scores, causal=True)
-        assert any(note.startswith("causal: the fixed scale that keeps the most") for note in rec.notes), scores
+        assert any(note.startswith("causal: the fixed scale that keeps the most") for note in rec.notes), (
+            scores
+        )
         assert any("not the book's advice" in note for note in rec.notes)
 
 
@@ -500,17 +504,20 @@ def test_the_table_says_which_number_is_which():
     ],
 )
 def test_the_marked_rows_are_the_books_answer(kwargs):
-    """The rows marked as the book's answer are those attnscale.answers names for the setting, and come first."""
+    """The rows marked as the book's answer are those attnscale.answers names here, and they come first."""
     from attnscale import advice, calculator
 
     rec = at.recommend_scale(**kwargs)
     answer = advice.calculator_answer(rec.scores, rec.causal, rec.n, rec.train_length)
     assert rec.answer == answer
-    keys = {rule.name(calculator._Setting(rec.d, rec.n, rec.scores, rec.causal, rec.train_length, 1.0)): rule.key
-            for rule in calculator.RULES}
+    keys = {
+        rule.name(calculator._Setting(rec.d, rec.n, rec.scores, rec.causal, rec.train_length, 1.0)): rule.key
+        for rule in calculator.RULES
+    }
     assert [keys[e.criterion] for e in rec.recommended] == list(at.answers()[answer].rows)
     assert rec.entries[: len(rec.recommended)] == rec.recommended
-    heading = f"what the book recommends here (its answer '{answer}', {at.answers()[answer].confidence} confidence):"
+    level = at.answers()[answer].confidence
+    heading = f"what the book recommends here (its answer '{answer}', {level} confidence):"
     assert heading in str(rec)
     groups = [e.group for e in rec.entries]
     assert groups == sorted(groups, key=calculator.GROUPS.index)
@@ -525,7 +532,10 @@ def test_the_marked_rows_are_the_books_answer(kwargs):
         (["--d", "64", "--n", "inf"], "n must be a number, got 'inf'"),
         (["--d", "2e6", "--n", "100"], "d must be <= 1e+06 (the calculator's range), got 2e+06"),
         (["--d", "64", "--n", "100", "--train-length", "1"], "train_length must be >= 2, got 1"),
-        (["--d", "64", "--n", "100", "--train-length", "512", "--head-entropy", "7"], "head_entropy must be between"),
+        (
+            ["--d", "64", "--n", "100", "--train-length", "512", "--head-entropy", "7"],
+            "head_entropy must be between",
+        ),
     ],
 )
 def test_cli_errors_are_the_calculators_words(args, message):

@@ -209,7 +209,7 @@ def entropy_spline() -> dict:
 
 
 def build_table() -> dict:
-    """The causal Gaussian gradient row (the scale and the mean share, by length), the splines and the words."""
+    """The causal Gaussian gradient row (scale and mean share, by length), the splines and the words."""
     from attnscale.calculator import page_words
     from attnscale.decoder import best_causal_scale
 

@@ -36,15 +36,15 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     scale = commands.add_parser("scale", help="every criterion's scale for one setting")
     scale.add_argument("--d", required=True, help="head dimension (>= 2)")
-    scale.add_argument(
-        "--n", required=True, help="number of keys, or the longest sequence if --causal"
-    )
+    scale.add_argument("--n", required=True, help="number of keys, or the longest sequence if --causal")
     scale.add_argument("--cosine", action="store_true", help="scores are cosines of normalized q and k")
     scale.add_argument("--causal", action="store_true", help="one scale for every position of a decoder")
     scale.add_argument("--train-length", default=None, help="training length, for length rules")
     # one or the other; recommend_scale says so in the words the page uses
     scale.add_argument("--head-entropy", default=None, help="the head's mean attention entropy (nats) at L")
-    scale.add_argument("--head-scale", default=None, help="the head's scale alpha_L on the unit-variance score")
+    scale.add_argument(
+        "--head-scale", default=None, help="the head's scale alpha_L on the unit-variance score"
+    )
     return parser
 
 

@@ -34,7 +34,6 @@ from .cosine import cosine_alpha_star
 from .decoder import gradient_fraction
 from .formatting import format_number
 from .gaussian import gaussian_alpha_star
-from .recipes import qknorm_initial_scale
 from .training import TUNED_D, TUNED_LENGTHS, TUNED_MARGIN
 
 __all__ = ["CALCULATOR_ROWS", "CONFIDENCE", "LENGTH_VERDICT", "Answer", "answers", "calculator_answer"]
@@ -202,7 +201,8 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "**contrastive losses** on cosine similarity",
             rf"a scale of the order of $\alpha^*(n, d)$ with $n$ candidates: about ${_n(pairs, 1)}$ "
             rf"(temperature about ${_n(1 / pairs, 1)}$) at $n = {candidates}$, $d = {d_embed}$",
-            "an order-of-magnitude argument, which gives the tens that published scales use, not their values",
+            "an order-of-magnitude argument, which gives the tens that published scales use, "
+            "not their values",
             "{ref}`cosine scores: practice <sec-cosine-practice>`, {prf:ref}`prop-cosine-power-law`",
             ("cosine-scores",),
         ),

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate, advice
+from . import advice
 from .cosine import cosine_alpha_star
 from .decoder import best_causal_scale
 from .gaussian import gaussian_alpha_star
 from .recipes import (
+    _OUT_OF_REACH,
     _expected_entropy,
     _law,
-    _OUT_OF_REACH,
     _OutOfReach,
     _scalar,
     _solve_entropy,
@@ -159,7 +159,9 @@ class Recommendation:
                 group = e.group
                 lines.append("  " + words[f"group {group}"])
             number = _fixed(e.factor) if self.measured else f"{e.scale:.4g}"
-            lines.append(f"    {e.criterion:<{width - 2}}  {number:>9}  {_fixed(e.unit_scale):>7}  {e.source}")
+            lines.append(
+                f"    {e.criterion:<{width - 2}}  {number:>9}  {_fixed(e.unit_scale):>7}  {e.source}"
+            )
         for note in self.notes:
             lines += textwrap.wrap(note, 88, initial_indent="  note: ", subsequent_indent="        ")
         return "\n".join(lines)
@@ -169,7 +171,7 @@ class Recommendation:
 
 
 def _fixed(x: float) -> str:
-    """A factor or a unit scale as the table prints it: three decimals, or two digits in e-notation from 1000."""
+    """A factor or a unit scale as the table prints it: three decimals, or e-notation from 1000."""
     return f"{x:.3f}" if x < 1e3 else f"{x:.1e}"
 
 
@@ -179,7 +181,9 @@ TABLE = {
     "title": "scale for softmax(scale * {raw}), d = {d:g}, n = {n:g}{causal}{length}",
     "causal": ", causal",
     "length": ", L = {L:g}",
-    "first measured": "factor: multiplies this head's trained logits, which already carry its alpha_L = {alpha:.4g}",
+    "first measured": (
+        "factor: multiplies this head's trained logits, which already carry its alpha_L = {alpha:.4g}"
+    ),
     "second measured": "x std: the scale on the unit-variance score {unit}, the factor times alpha_L",
     "first": "scale: multiplies {raw}",
     "second": "x std: the same scale on the unit-variance score {unit} (1 is the standard scale)",
@@ -230,7 +234,9 @@ ERRORS = {
     "positive": "{name} must be > 0, got {value:g}",
     "both": "give head_entropy or head_scale, not both",
     "needs L": "a measured head (head_entropy or head_scale) needs train_length",
-    "entropy L": "head_entropy needs train_length <= {top:g} (the exact expectation's range); give head_scale instead",
+    "entropy L": (
+        "head_entropy needs train_length <= {top:g} (the exact expectation's range); give head_scale instead"
+    ),
     "entropy range": (
         "head_entropy must be between 0 and log(train_length) = {log_l:.4g} nats "
         "(a uniform row over {L:g} keys), got {value:g}"
@@ -414,7 +420,10 @@ def _say(key, **values) -> str:
 
 
 def _variant(s) -> str:
-    """Which words a rule with several uses: ``"dot"``, ``"dot causal"``, ``"cosine"``, ``"cosine causal"``."""
+    """Which words a rule with several uses: ``"dot"``, ``"dot causal"``, ``"cosine"`` or ``"cosine causal"``.
+
+    The page computes the same key (``variant`` in ``calculator.js``).
+    """
     return s.scores + (" causal" if s.causal else "")
 
 
@@ -578,14 +587,25 @@ RULES: tuple[_Rule, ...] = (
         _entropy_invariant_512,
         lambda s: s.train_length is None,
     ),
-    _Rule("entropy-invariant", "entropy-invariant a_L*log_{L:g}(n)", "Su 2021 (8823)", _entropy_invariant, _with_length),
+    _Rule(
+        "entropy-invariant",
+        "entropy-invariant a_L*log_{L:g}(n)",
+        "Su 2021 (8823)",
+        _entropy_invariant,
+        _with_length,
+    ),
     _Rule("qwen", "Qwen logn (queries, n > L only)", "Bai et al. 2023", _qwen, _with_length),
     _Rule("yarn", "YaRN mscale(n/L)^2, with its RoPE", "Peng et al. 2023", _yarn, _with_length),
     _Rule("longrope", "LongRoPE 1+ln(n/L)/ln L, with its RoPE", "Ding et al. 2024", _longrope, _with_length),
     _Rule("infoscale", "InfoScale", "Li et al. 2025", _infoscale, _with_length),
     _Rule("llama4", "Llama 4 (NoPE layers), f(n)", "Meta 2025", _llama4, _with_length),
     _Rule(
-        "sqrt", "sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", _sqrt_rule, _with_length, "criterion"
+        "sqrt",
+        "sqrt rule sqrt(a_L^2 + 2 ln(n/L))",
+        "ch. entropy-invariance",
+        _sqrt_rule,
+        _with_length,
+        "criterion",
     ),
     _Rule(
         "qknorm",

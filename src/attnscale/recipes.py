@@ -371,7 +371,7 @@ _OUT_OF_REACH = (
 
 
 class _OutOfReach(ValueError):
-    """No scale the exact expectation covers reaches the entropy asked for; ``values`` fill ``_OUT_OF_REACH``."""
+    """No scale the exact expectation covers reaches the entropy; ``values`` fill ``_OUT_OF_REACH``."""
 
     def __init__(self, top, target):
         self.values = {"top": top, "target": target}
