@@ -8,6 +8,7 @@ import pytest
 from bookbuild import ROOT
 
 import attnscale as at
+from attnscale.advice import calculator_answer
 
 ANSWERS = at.answers()
 
@@ -45,12 +46,60 @@ def test_chapters_state_the_same_answer(key, chapter):
 def test_answers_are_computed_not_typed():
     """Different settings give different numbers: the text is computed."""
     a, b = at.answers(n=512), at.answers(n=4096)
-    assert a["cosine"].confidence != b["cosine"].confidence
+    assert a["cosine"].reason != b["cosine"].reason
     assert a["dot"].recommendation == b["dot"].recommendation  # the advice itself does not depend on n
-    assert at.answers(context=2048)["decoder"].confidence != at.answers(context=4096)["decoder"].confidence
+    assert at.answers(context=2048)["decoder"].reason != at.answers(context=4096)["decoder"].reason
 
 
 @pytest.mark.parametrize("bad", [{"n": 1}, {"d": 1.5}, {"context": True}])
 def test_answers_refuse_bad_settings(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         at.answers(**bad)
+
+
+def test_every_answer_has_a_level_and_a_short_reason():
+    """The front door's "how sure" cells: high, medium or low, then one reason (the detail is linked)."""
+    for answer in ANSWERS.values():
+        assert answer.confidence in ("high", "medium", "low")
+        assert answer.sure.startswith(f"**{answer.confidence}**: ")
+        assert not answer.reason.startswith(("high", "medium", "low"))
+        if answer.key != "length":  # the lead rewrites the length row from a new experiment
+            assert len(answer.reason) < 300, (answer.key, len(answer.reason))
+
+
+def test_the_decoder_answer_cites_the_test_it_rests_on():
+    assert "sec-training-tuned" in ANSWERS["decoder"].derived_in
+    assert ANSWERS["decoder"].confidence == "medium"
+
+
+def test_the_contrastive_answer_is_an_order_of_magnitude():
+    """One significant figure, not three, from an order-of-magnitude argument; and the result it rests on."""
+    use = ANSWERS["contrastive"].recommendation
+    assert re.search(r"about \$\d0?\$", use) and "0.023" not in use and "43.2" not in use
+    assert "sec-cosine-practice" in ANSWERS["contrastive"].derived_in
+
+
+def test_the_calculator_rows_are_answers():
+    """Each setting of the calculator maps to one answer, whose rows it marks."""
+    assert calculator_answer("dot", False, 32768, 4096) == "length"
+    assert calculator_answer("dot", True, 4096, None) == "decoder"
+    assert calculator_answer("cosine", False, 4096, 4096) == "cosine"
+    assert calculator_answer("dot", False, 100, None) == "dot"
+    for answer in ANSWERS.values():
+        assert answer.rows
+
+
+def test_readme_opens_with_the_answers_and_their_levels():
+    """README's first lines say what the book recommends, at the confidence attnscale.answers gives."""
+    readme = (ROOT / "README.md").read_text().split("## Quick start")[0]
+    labels = {
+        "dot": "dot-product attention",
+        "cosine": "QK-normalized attention",
+        "decoder": "decoders",
+        "contrastive": "contrastive losses",
+        "length": "past the training length",
+    }
+    for key, label in labels.items():
+        start = readme.index(f"- **{label}:**")
+        end = readme.find("\n- ", start + 1)
+        assert f"({ANSWERS[key].confidence}" in readme[start : end if end > 0 else None], key

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import attnscale as at
-from attnscale import recipes
+from attnscale import calculator
 from attnscale.__main__ import main
 
 #: A generous bound per call (the target is under a second on an idle machine, which
@@ -68,14 +68,20 @@ def settings_(draw):
 
 
 def assert_sound(rec, kwargs):
-    assert rec.entries and rec.entries[0].criterion == "standard 1/sqrt(d)"
+    assert rec.entries and "standard 1/sqrt(d)" in [e.criterion for e in rec.entries]
+    # the book's answer first, and a measured head's factor times alpha_L is its unit scale
+    assert rec.recommended and rec.entries[0].group == "answer"
+    for e in rec.entries:
+        assert (e.factor is not None) == rec.measured
+        if rec.measured:
+            assert e.factor * rec.alpha_train == pytest.approx(e.unit_scale, rel=1e-12)
     root = math.sqrt(kwargs["d"])
     for e in rec.entries:
         assert np.isfinite(e.scale) and e.scale > 0 and np.isfinite(e.unit_scale) and e.unit_scale > 0, e
         raw = e.unit_scale / root if kwargs.get("scores", "dot") == "dot" else e.unit_scale * root
         assert e.scale == pytest.approx(raw, rel=1e-12)
     assert all(isinstance(note, str) and note for note in rec.notes)
-    # the safety net of recipes._run catches the unexpected; over the domain it must never fire
+    # the safety net of calculator._run catches the unexpected; over the domain it must never fire
     assert not any("here (" in note for note in rec.notes), rec.notes
     # every rule that belongs to the setting gave a row or said why not
     assert np.isfinite(rec.alpha_train) and rec.alpha_train > 0
@@ -173,10 +179,10 @@ def test_worst_settings_in_bounded_memory(kwargs):
 def test_every_rule_belongs_somewhere():
     # each entry of the table applies to at least one setting of the domain
     probes = [
-        recipes._Setting(64.0, 4096.0, scores, causal, length, 1.0)
+        calculator._Setting(64.0, 4096.0, scores, causal, length, 1.0)
         for scores in ("dot", "cosine")
         for causal in (False, True)
         for length in (None, 512.0)
     ]
-    for rule in recipes.RULES:
+    for rule in calculator.RULES:
         assert any(rule.applies(s) for s in probes), rule

@@ -60,6 +60,7 @@ import pytest
 from bookbuild import ROOT, load_extension
 
 import attnscale as at
+from attnscale import calculator as calculator_module
 
 SCRIPT = ROOT / "book" / "_static" / "calculator.js"
 CLOSED = 1e-9
@@ -205,7 +206,7 @@ def _package(setting):
     )
 
 
-CAUSAL_NOTE = "causal: the best fixed scale"
+CAUSAL_NOTE = "causal: the fixed scale that keeps the most"
 #: The page's reason for sending a row near its boundary to the CLI (its
 #: table's error for Gaussian scores, its quadrature's for cosines).
 TOO_CLOSE = "too close to where the row changes for the page's table to hold 1e-3"
@@ -327,6 +328,11 @@ def test_page_agrees_with_the_package(calculator):
     for setting, page in zip(settings, pages, strict=True):
         rec = _package(setting)
         assert "error" not in page, (setting, page)
+        # the table's title, the lines saying what its numbers are, its columns and headings: the package's
+        words = calculator_module._table_words(rec)
+        assert page["answer"] == rec.answer, setting
+        for key, value in words.items():
+            assert page["words"][key] == value, (setting, key)
         package_rows = {e.criterion: e for e in rec.entries}
         # the same rows in the same order: every package row is on the page,
         # and every page row with a number is in the package
@@ -341,9 +347,14 @@ def test_page_agrees_with_the_package(calculator):
                 continue
             assert expected is not None, (setting, row)
             assert row["source"] == expected.source
+            assert row["group"] == expected.group, (setting, row, expected)
             kind = _kind(row, setting)
             counted[kind] += 1
-            for key, value in (("scale", expected.scale), ("unit", expected.unit_scale)):
+            compared = [("scale", expected.scale), ("unit", expected.unit_scale)]
+            assert (row["factor"] is None) == (expected.factor is None), (setting, row, expected)
+            if expected.factor is not None:
+                compared.append(("factor", expected.factor))
+            for key, value in compared:
                 error = abs(row[key] / value - 1.0)
                 assert error <= TOLERANCE[kind], (setting, row, value)
                 worst[kind] = max(worst[kind], error)
@@ -369,7 +380,7 @@ def test_page_agrees_with_the_package(calculator):
         package_notes = [
             note
             for note in rec.notes
-            if not note.startswith("causal: the best fixed scale")
+            if not note.startswith(CAUSAL_NOTE)
             and not (exact_to_cli and _is_solver_note(note))
             and not (sqrt_to_cli and note.startswith("sqrt rule"))
         ]
@@ -1046,7 +1057,8 @@ def test_the_cli_command_in_a_note_runs(calculator):
     for name in ("gradient (cosine mean field), causal", "exact entropy match (cosine)"):
         row = next(row for row in page["entries"] if row["criterion"] == name)
         printed = next(line for line in done.stdout.splitlines() if name in line)
-        assert printed.split(name)[1].split()[0] == format(row["scale"], ".4g"), (printed, row)
+        # a measured head: the factor on its trained logits first, as the page prints it
+        assert printed.split(name)[1].split()[0] == format(row["factor"], ".3f"), (printed, row)
 
 
 def test_measured_entropy_cases_the_page_leaves_to_the_package(calculator):
@@ -1071,7 +1083,43 @@ def test_measured_entropy_cases_the_page_leaves_to_the_package(calculator):
 def test_measured_scale_needs_a_training_length(calculator):
     setting = dict(d="128", n="4096", trainLength="", headScale="2", scores="dot", causal=False)
     page = calculator.evaluate(RECOMMEND, setting)
-    assert "training length" in page["error"]
+    assert page["error"] == "a measured head (head_entropy or head_scale) needs train_length"
+
+
+#: Bad input as a reader types it, into the form and on the command line (issue 31).
+REJECTED = [
+    {"d": "0x10", "n": "100"},
+    {"d": "64", "n": "1e400"},
+    {"d": "64", "n": "-1e400"},
+    {"d": "64", "n": "1_000"},
+    {"d": "64", "n": "inf"},
+    {"d": "", "n": "100"},
+    {"d": "2e6", "n": "5"},
+    {"d": "1", "n": "100"},
+    {"d": "64", "n": "2e15"},
+    {"d": "64", "n": "1."},
+    {"d": "64", "n": "100", "trainLength": "512", "headEntropy": "7"},
+    {"d": "64", "n": "100", "trainLength": "512", "headEntropy": "1e-5"},
+    {"d": "64", "n": "100", "headScale": "2"},
+    {"d": "64", "n": "100", "trainLength": "512", "headScale": "2", "headEntropy": "3"},
+    {"d": "64", "n": "100", "trainLength": "1e12", "headEntropy": "3"},
+    {"d": "64", "n": "100", "trainLength": "512", "headScale": "0"},
+    {"d": "64", "n": "100", "trainLength": "512", "headScale": "2e6"},
+]
+
+
+def test_the_page_rejects_what_the_cli_rejects_in_its_words(calculator):
+    """The form's message is the command line's error, word for word; nothing it refuses prints a table."""
+    flags = {"trainLength": "--train-length", "headScale": "--head-scale", "headEntropy": "--head-entropy"}
+    pages = calculator.evaluate(RECOMMEND_ALL, REJECTED)
+    for typed, page in zip(REJECTED, pages, strict=True):
+        argv = [f"--d={typed['d']}", f"--n={typed['n']}"]
+        argv += [f"{flags[key]}={value}" for key, value in typed.items() if key in flags]
+        done = subprocess.run(
+            [sys.executable, "-m", "attnscale", "scale", *argv], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 2, (typed, done.stdout)
+        assert done.stderr.strip() == f"python -m attnscale: error: {page.get('error')}", (typed, page)
 
 
 def test_python_number_format(calculator):
@@ -1181,7 +1229,7 @@ TIME_TABLE = """
 
 CLI_ROW_ALIGNMENT = """
 () => {
-  const rows = [...document.querySelectorAll("#attnscale-calculator .calc-table tbody tr")];
+  const rows = [...document.querySelectorAll("#attnscale-calculator .calc-table tbody tr:not(.calc-group)")];
   const cli = rows.find((r) => r.cells[1].colSpan === 2);
   const other = rows.find((r) => r.cells[1].colSpan === 1);
   const align = (cell) => getComputedStyle(cell).textAlign;
@@ -1241,7 +1289,7 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.goto(probe_page, wait_until="load")
     form = tab.locator("#attnscale-calculator")
     assert form.is_visible()
-    rows = tab.locator("#attnscale-calculator tbody tr")
+    rows = tab.locator("#attnscale-calculator tbody tr:not(.calc-group)")
     # the defaults (d 128, n 65536, L 4096): the package's rows, the exact
     # match solved on the page
     want = at.recommend_scale(d=128, n=65536, train_length=4096)
@@ -1311,7 +1359,7 @@ def test_the_form_on_the_page(browser, probe_page):
     heard = tab.evaluate(TYPE_AND_LISTEN, ["calc-n", ["1e", "1e4"]])
     assert heard["at once"] == "" and heard["paused"] == f"{rows.count()} rows updated", heard
     heard = tab.evaluate(TYPE_AND_LISTEN, ["calc-n", ["1e4", "1e"]])
-    assert heard["at once"] == "" and "number of keys" in heard["paused"], heard
+    assert heard["at once"] == "" and "n must be a number" in heard["paused"], heard
     tab.get_by_label("number of keys").fill("1000")
     assert svg.locator("circle").first.get_attribute("cx") != mark  # n = 1000 now
     tab.get_by_label("head dimension").fill("2")  # the cosine curve spans 30 decades
@@ -1364,7 +1412,8 @@ def test_the_form_on_the_page(browser, probe_page):
     want = at.recommend_scale(d=128, n=1000, scores="cosine", train_length=4096, head_entropy=5.0)
     assert f"alpha_L = {want.alpha_train:.4g} for cosine scores" in form.inner_text()
     exact_row = rows.filter(has_text="exact entropy match (cosine)").locator("td").nth(0).inner_text()
-    assert exact_row == format(want.entries[-1].scale, ".4g"), (exact_row, want.entries[-1])
+    # a measured head: the first number is the factor on its trained logits
+    assert exact_row == format(want.entries[-1].factor, ".3f"), (exact_row, want.entries[-1])
     tab.get_by_label("measured entropy").fill("")
     tab.get_by_role("checkbox", name="causal").check()
     text = form.inner_text()
@@ -1377,7 +1426,8 @@ def test_the_form_on_the_page(browser, probe_page):
     assert max(times) < 1000, times
     want = at.recommend_scale(d=128, n=1e15, scores="cosine", causal=True, train_length=4096)
     causal_row = rows.filter(has_text="gradient (cosine mean field), causal").locator("td").first.inner_text()
-    assert causal_row == format(want.entries[1].scale, ".4g"), (causal_row, want.entries[1])
+    want_row = next(e for e in want.entries if e.criterion == "gradient (cosine mean field), causal")
+    assert causal_row == format(want_row.scale, ".4g"), (causal_row, want_row)
     # a "see the CLI" row (the exact match too close to its boundary for the page's table)
     tab.get_by_label("scores", exact=True).select_option("dot")
     for field, value in (("calc-n", "65536"), ("calc-train-length", "1e9"), ("calc-head-scale", "4.4148")):

@@ -239,20 +239,21 @@ def test_calculator_scales_the_length_rules_by_the_measured_head():
     ei = entries[f"entropy-invariant a_L*log_{length}(n)"]
     assert ei.unit_scale == pytest.approx(alpha_l * math.log(n) / math.log(length), rel=1e-14)
     assert ei.scale == pytest.approx(ei.unit_scale / math.sqrt(d), rel=1e-14)
-    yarn = entries["YaRN dynamic, mscale(n/L)^2"]
+    yarn = entries["YaRN mscale(n/L)^2, with its RoPE"]
     assert yarn.unit_scale == pytest.approx(alpha_l * (0.1 * math.log(n / length) + 1) ** 2, rel=1e-14)
     sqrt_rule = entries["sqrt rule sqrt(a_L^2 + 2 ln(n/L))"]
     assert sqrt_rule.unit_scale == pytest.approx(math.sqrt(alpha_l**2 + 2 * math.log(n / length)), rel=1e-14)
     assert rec.alpha_train == alpha_l
     # the standard and gradient rows do not depend on the head
     plain = at.recommend_scale(d, n, train_length=length)
-    assert plain.entries[0] == rec.entries[0] and plain.entries[1] == rec.entries[1]
+    for name in ("standard 1/sqrt(d)", "gradient (Gaussian mean field)"):
+        assert _entries(plain)[name].unit_scale == _entries(rec)[name].unit_scale
 
 
 def test_recommendation_record():
     rec = at.recommend_scale(128, 4096, train_length=512)
     names = [e.criterion for e in rec.entries]
-    assert names[0] == "standard 1/sqrt(d)"
+    assert names[0] == "keep the trained scale alpha_L" and "standard 1/sqrt(d)" in names
     assert any(name.startswith("gradient") for name in names)
     assert any(name.startswith("YaRN") for name in names)
     for entry in rec.entries:
@@ -358,36 +359,38 @@ def _entries(rec):
 def test_one_rule_that_cannot_answer_leaves_a_note_and_the_table(kwargs):
     rec = at.recommend_scale(**kwargs)
     names = [e.criterion for e in rec.entries]
-    assert names[0] == "standard 1/sqrt(d)" and any(name.startswith("YaRN") for name in names)
+    assert "standard 1/sqrt(d)" in names and any(name.startswith("YaRN") for name in names)
     assert not any(name.startswith("exact entropy match") for name in names)
     assert any(note.startswith("exact entropy match") and "not computed" in note for note in rec.notes)
     assert all(np.isfinite(e.scale) and e.scale > 0 for e in rec.entries)
 
 
 def test_a_failing_rule_is_a_note_by_construction(monkeypatch):
-    from attnscale import recipes
+    from attnscale import calculator
 
     def broken(setting):
         raise RuntimeError("boom")
 
-    rules = list(recipes.RULES)
-    rules[1] = recipes._Rule("gradient (broken)", "nowhere", broken)
-    monkeypatch.setattr(recipes, "RULES", tuple(rules))
+    rules = list(calculator.RULES)
+    rules[2] = calculator._Rule("gradient", "gradient (broken)", "nowhere", broken)
+    monkeypatch.setattr(calculator, "RULES", tuple(rules))
     rec = at.recommend_scale(128, 4096, train_length=512)
     assert "gradient (broken)" not in _entries(rec)
     assert any("gradient (broken): not computed here (RuntimeError: boom)" in note for note in rec.notes)
     assert (
-        len(rec.entries) == len(recipes.RULES) - 3
+        len(rec.entries) == len(calculator.RULES) - 3
     )  # the others still print (two rules need cosine or no L)
 
 
 def test_a_new_rule_is_one_entry(monkeypatch):
-    from attnscale import recipes
+    from attnscale import calculator
 
-    extra = recipes._Rule("twice the standard", "test", lambda s: recipes._scale(2.0))
-    monkeypatch.setattr(recipes, "RULES", (*recipes.RULES, extra))
+    extra = calculator._Rule(
+        "twice", "twice the standard", "test", lambda s: calculator._scale(2.0), kind="criterion"
+    )
+    monkeypatch.setattr(calculator, "RULES", (*calculator.RULES, extra))
     rec = at.recommend_scale(64, 1000)
-    assert rec.entries[-1] == at.ScaleEntry("twice the standard", 2.0 / 8.0, 2.0, "test")
+    assert rec.entries[-1] == at.ScaleEntry("twice the standard", 2.0 / 8.0, 2.0, "test", group="criterion")
 
 
 def test_llama4_row_never_falls_below_the_head_and_ignores_l():
@@ -411,7 +414,10 @@ def test_yarn_row_says_which_finetuned_branch_it_shows():
 def test_causal_note_in_both_modes():
     for scores in ("dot", "cosine"):
         rec = at.recommend_scale(64, 8192, scores=scores, causal=True)
-        assert any(note.startswith("causal: the best fixed scale") for note in rec.notes), scores
+        assert any(note.startswith("causal: the fixed scale that keeps the most") for note in rec.notes), (
+            scores
+        )
+        assert any("not the book's advice" in note for note in rec.notes)
 
 
 def test_tiny_dimension_cosine_scale_gets_a_note():
@@ -452,3 +458,87 @@ def test_cli_answers_huge_causal_settings():
     done = run("scale", "--d", "128", "--n", "1e6", "--cosine", "--causal", "--train-length", "4096")
     assert done.returncode == 0, done.stderr
     assert "gradient (cosine mean field), causal" in done.stdout
+
+
+# --- factors on the trained logits, the book's answer marked, the same words everywhere (issue 31) ---
+
+
+@pytest.mark.parametrize("measure", [dict(head_scale=2.436), dict(head_entropy=5.5)])
+def test_a_measured_heads_rule_factor_is_exactly_the_rules_factor(measure):
+    """The factor column is the rule's own factor on the trained logits, not alpha_L times it."""
+    n, length = 32768.0, 4096.0
+    rec = at.recommend_scale(128, n, train_length=length, **measure)
+    rows = _entries(rec)
+    assert rows["Qwen logn (queries, n > L only)"].factor == math.log(n) / math.log(length)  # exactly
+    assert rows[f"entropy-invariant a_L*log_{length:g}(n)"].factor == math.log(n) / math.log(length)
+    assert rows["YaRN mscale(n/L)^2, with its RoPE"].factor == float(at.yarn_mscale(n / length)) ** 2
+    assert rows["Llama 4 (NoPE layers), f(n)"].factor == float(at.llama4_attention_scale(n))
+    assert rows["keep the trained scale alpha_L"].factor == 1.0
+    for e in rec.entries:  # every row: the factor times alpha_L is the scale on the unit-variance score
+        assert e.factor * rec.alpha_train == pytest.approx(e.unit_scale, rel=1e-15)
+    # and without a measurement there is no factor to confuse with the scale
+    assert all(e.factor is None for e in at.recommend_scale(128, n, train_length=length).entries)
+
+
+def test_the_table_says_which_number_is_which():
+    text = str(at.recommend_scale(128, 32768, train_length=4096, head_entropy=5.5))
+    lines = text.splitlines()
+    assert lines[1].startswith("  factor: multiplies this head's trained logits")
+    assert lines[2].startswith("  x std: the scale on the unit-variance score")
+    assert lines[3].split()[:3] == ["criterion", "factor", "x"]
+    qwen = next(line for line in lines if "Qwen" in line)
+    assert qwen.split()[-5:-3] == ["1.250", "3.045"]  # the factor first, the absolute scale second
+    assert all(len(line) <= 88 for line in lines)
+    plain = str(at.recommend_scale(128, 4096)).splitlines()
+    assert plain[3].split()[:2] == ["criterion", "scale"] and "factor" not in plain[3]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(d=128, n=32768, train_length=4096, head_entropy=5.5),
+        dict(d=128, n=4096),
+        dict(d=128, n=4096, causal=True),
+        dict(d=128, n=4096, scores="cosine", train_length=4096),
+        dict(d=64, n=100, train_length=512),
+    ],
+)
+def test_the_marked_rows_are_the_books_answer(kwargs):
+    """The rows marked as the book's answer are those attnscale.answers names here, and they come first."""
+    from attnscale import advice, calculator
+
+    rec = at.recommend_scale(**kwargs)
+    answer = advice.calculator_answer(rec.scores, rec.causal, rec.n, rec.train_length)
+    assert rec.answer == answer
+    keys = {
+        rule.name(calculator._Setting(rec.d, rec.n, rec.scores, rec.causal, rec.train_length, 1.0)): rule.key
+        for rule in calculator.RULES
+    }
+    assert [keys[e.criterion] for e in rec.recommended] == list(at.answers()[answer].rows)
+    assert rec.entries[: len(rec.recommended)] == rec.recommended
+    level = at.answers()[answer].confidence
+    heading = f"what the book recommends here (its answer '{answer}', {level} confidence):"
+    assert heading in str(rec)
+    groups = [e.group for e in rec.entries]
+    assert groups == sorted(groups, key=calculator.GROUPS.index)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--d", "0x10", "--n", "100"], "d must be a number, got '0x10'"),
+        (["--d", "64", "--n", "1e400"], "n must be finite, got inf"),
+        (["--d", "64", "--n", "1_000"], "n must be a number, got '1_000'"),
+        (["--d", "64", "--n", "inf"], "n must be a number, got 'inf'"),
+        (["--d", "2e6", "--n", "100"], "d must be <= 1e+06 (the calculator's range), got 2e+06"),
+        (["--d", "64", "--n", "100", "--train-length", "1"], "train_length must be >= 2, got 1"),
+        (
+            ["--d", "64", "--n", "100", "--train-length", "512", "--head-entropy", "7"],
+            "head_entropy must be between",
+        ),
+    ],
+)
+def test_cli_errors_are_the_calculators_words(args, message):
+    done = run("scale", *args)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"python -m attnscale: error: {message}" or message in done.stderr

@@ -36,6 +36,10 @@ Beyond 2048 the grid's error is the package's own noise, a few 1e-4.  Each
 row is the scale and the mean share; the key count whose optimum the scale
 is follows from the scale in closed form, so the page computes it.
 
+The table also carries the calculator's words, ``attnscale.calculator.page_words``
+(every row's name and source, and every note, as templates the page fills), so
+the page prints what the package prints without typing it again.
+
 ``tests/test_calculator_page.py`` imports :func:`build_table` and checks the
 page's interpolation against the package at random settings.
 """
@@ -52,7 +56,7 @@ from sphinx.errors import ExtensionError
 
 #: Lengths up to this are tabulated one by one (see above).
 EXACT_UP_TO = 2048
-#: The calculator's largest n (``attnscale.recipes.MAX_KEYS``).
+#: The calculator's largest n (``attnscale.calculator.MAX_KEYS``).
 LARGEST = 1e15
 #: Grid points in log n from EXACT_UP_TO to LARGEST: more do not help, the
 #: error left is the package's noise (the test measures it).
@@ -205,7 +209,8 @@ def entropy_spline() -> dict:
 
 
 def build_table() -> dict:
-    """The causal Gaussian gradient row: the scale and the mean share, by length."""
+    """The causal Gaussian gradient row (scale and mean share, by length), the splines and the words."""
+    from attnscale.calculator import page_words
     from attnscale.decoder import best_causal_scale
 
     def row(length: int) -> list[float]:
@@ -216,7 +221,7 @@ def build_table() -> dict:
 
     lo, hi = math.log(EXACT_UP_TO), math.log(LARGEST)
     step = (hi - lo) / (LOG_POINTS - 1)
-    # the package rounds n to an integer before solving (recipes._gradient),
+    # the package rounds n to an integer before solving (calculator._gradient),
     # so the grid's nodes are integers too, and the spacing is taken from
     # the rounded nodes' logarithms (stored, not assumed uniform)
     lengths = [round(math.exp(lo + k * step)) for k in range(LOG_POINTS)]
@@ -227,6 +232,7 @@ def build_table() -> dict:
         "cosine": cosine_spline(),
         "gradient": gradient_spline(),
         "entropy": entropy_spline(),
+        "words": page_words(),
     }
 
 

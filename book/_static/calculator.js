@@ -1,8 +1,10 @@
 /* The scale calculator of the recipes page: attnscale.recommend_scale in the
  * reader's browser, with no kernel and no network.
  *
- * recommend(setting, table) mirrors the rows of attnscale.recipes.RULES, in order, with the same names, sources
- * and notes.  Closed-form rules are computed here.  What needs the package's solvers comes from the table
+ * recommend(setting, table) mirrors attnscale/calculator.py.  Its words (the rows of attnscale.calculator.RULES in
+ * order, with their names and sources, and every note) are not typed here: the build writes them from the package
+ * into the table (table.words, attnscale.calculator.page_words), and fill() formats their numbers as Python does.
+ * This file keeps the arithmetic.  Closed-form rules are computed here.  What needs the package's solvers comes from the table
  * book/_ext/calculator_table.py writes at build time: the causal Gaussian gradient row (cubic in log n), the
  * cosine gradient row (a bicubic spline), and the exact expected entropy of Gaussian scores (two bicubic
  * splines), from which the page solves the exact entropy match and a measured entropy's alpha_L.  For cosine
@@ -19,10 +21,10 @@
 (function () {
   "use strict";
 
-  const MAX_KEYS = 1e15; // attnscale.recipes.MAX_KEYS
-  const MAX_D = 1e6; // beyond, InfoScale's expm1 ratio loses its digits
-  const MAX_ALPHA = 1e6; // beyond, alpha_L^2 in the sqrt rule nears overflow
-  const EXACT_MAX_KEYS = 1e9; // attnscale.recipes._EXACT_MAX_KEYS
+  const MAX_KEYS = 1e15; // attnscale.calculator.MAX_KEYS
+  const MAX_D = 1e6; // attnscale.calculator.MAX_D
+  const MAX_ALPHA = 1e6; // attnscale.calculator.MAX_ALPHA
+  const EXACT_MAX_KEYS = 1e9; // attnscale.calculator._EXACT_MAX_KEYS
 
   // The first p significant digits of x > 0, and its decimal exponent, rounded
   // as Python rounds them: to nearest, an exact tie to the even digit (JS's
@@ -69,6 +71,22 @@
     const whole = e2 >= 0 ? digits.slice(0, e2 + 1) : "0";
     const decimals = e2 >= 0 ? digits.slice(e2 + 1) : "0".repeat(-e2 - 1) + digits;
     return whole + (f > 0 ? "." + decimals.padEnd(f, "0").slice(0, f) : "");
+  }
+
+  // Python's str.format on the package's templates (attnscale.calculator.NOTES and the rows'
+  // names): {name} or {name:spec}, spec one of g, .Ng, .Nf, .Ne, .N%; strings as they are.
+  function fill(template, values) {
+    return template.replace(/\{(\w+)(?::([^}]*))?\}/g, (_, key, spec) => {
+      const v = values[key];
+      if (v === undefined) throw new Error(`no value for {${key}} in "${template}"`);
+      if (typeof v === "string" || spec === undefined) return String(v);
+      const [, p, kind] = /^(?:\.(\d+))?([gef%])$/.exec(spec);
+      const digits = p === undefined ? 6 : Number(p);
+      if (kind === "g") return fmtG(v, digits);
+      if (kind === "e") return fmtE(v, digits);
+      if (kind === "f") return fmtF(v, digits);
+      return fmtF(v * 100, digits) + "%";
+    });
   }
 
   // Python's round(): halves go to the even integer (the package rounds n so).
@@ -1075,15 +1093,14 @@
     return `${name}: ${why}; see the CLI: python -m attnscale scale ${args}`;
   }
 
-  // --- the rules, one small function each, as in attnscale.recipes -------
+  // --- the rules, one small function each, as in attnscale.calculator------
   // Each returns {unit} (a scale on the unit-variance score) or {cli: true}
   // or no unit, and its notes.
 
-  // the package's causal note (attnscale.recipes._gradient)
-  const causalNote = (nRef, share, n) =>
-    `causal: the best fixed scale is alpha*(n = ${fmtG(nRef, 4)}), the optimum for that many keys; ` +
-    `it keeps ${fmtF(share * 100, 1)}% of each position's best mean-field gradient on average ` +
-    `over positions 2 .. ${fmtG(roundHalfEven(n))}`;
+  // A note of the package (attnscale.calculator.NOTES, written into the table by the build).
+  const say = (table, key, values = {}) => fill(table.words.notes[key], values);
+  // the package's causal note (attnscale.calculator._gradient)
+  const causalNote = (table, nRef, share, n) => say(table, "causal", { n_ref: nRef, share, n: roundHalfEven(n) });
 
   function gradient(s, table) {
     const notes = [];
@@ -1092,38 +1109,28 @@
       if (s.causal) {
         const [alpha, nRef, share] = causalCosine(s.n, s.d);
         unit = alpha / Math.sqrt(s.d);
-        notes.push(causalNote(nRef, share, s.n));
+        notes.push(causalNote(table, nRef, share, s.n));
       } else unit = cosineUnitStar(s.n, s.d, table);
-      if (unit >= 30) {
-        notes.push(
-          `gradient (cosine): at d = ${fmtG(s.d)} the mean-field optimum is ${fmtG(unit, 3)} times the ` +
-            "standard scale; at fixed d it grows like n^(2/(d-1)) (ch. cosine-scores), so in so few " +
-            "dimensions it is far above any scale used in practice; check it on the model before using it",
-        );
-      }
+      if (unit >= 30) notes.push(say(table, "cosine large", { d: s.d, ratio: unit }));
       return { unit, notes };
     }
     let alpha;
     if (s.causal) {
       const [a, nRef, share] = causalGaussian(s.n, table);
       alpha = a;
-      notes.push(causalNote(nRef, share, s.n));
+      notes.push(causalNote(table, nRef, share, s.n));
     } else {
       alpha = gaussianAlphaStar(s.n);
     }
-    notes.push(
-      "gradient: the scale maximizes the source's mean-field objective; the book finds the exact expected gradient " +
-        "rising toward a limit with no maximum on the range it computes (a numerical finding, proved only for n = 2)",
-    );
+    notes.push(say(table, "gradient"));
     return { unit: alpha, notes };
   }
 
   // YaRN's mscale(n/L)^2: 0.1 ln s + 1 on the cos/sin tables, so squared on the logits; 1 up to L
   const yarnSquare = (s) => (s.n / s.L > 1 ? (0.1 * Math.log(s.n / s.L) + 1) ** 2 : 1);
 
-  function sqrtRule(s) {
-    const gaussianOnly = "the sqrt rule is a Gaussian mean-field rule; for cosines only the exact match is given";
-    if (s.scores !== "dot") return { notes: [gaussianOnly] };
+  function sqrtRule(s, table) {
+    if (s.scores !== "dot") return { notes: [say(table, "sqrt cosine")] };
     const meanField = s.a * s.a + 2 * Math.log(s.n / s.L);
     // alpha_L solved from a measured entropy carries the table's error, a
     // relative eps (ALPHA_ERROR); alpha_L^2 then carries 2 eps alpha_L^2.
@@ -1137,32 +1144,22 @@
       const nearFreezing = meanField > 0 && Math.abs(a2 - 2 * Math.log(s.L)) < 6 * eps * a2;
       if (signInDoubt || magnified || nearFreezing) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
-    const none =
-      "sqrt rule does not apply: the head's mean-field entropy at L exceeds log n, so no scale at n matches it";
-    if (!(meanField > 0)) return { notes: [none] };
-    const frozen =
-      "sqrt rule: alpha_L is at or past freezing (sqrt(2 ln L)); its mean-field entropy no longer describes the head";
-    return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [frozen] : [] };
+    if (!(meanField > 0)) return { notes: [say(table, "sqrt none")] };
+    return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [say(table, "sqrt frozen")] : [] };
   }
 
-  // attnscale.recipes._exact_match: the package's two range checks, then
+  // attnscale.calculator._exact_match: the package's two range checks, then
   // its solver: for Gaussian scores on the build's entropy table (the scale
   // within 1e-3 of the package's; the tests check it), for cosines on the
   // exact expectation by quadrature (cosineExactMatch).
-  function exactMatch(s, table) {
-    const name = `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`;
+  function exactMatch(s, table, name) {
     if (Math.max(s.n, s.L) > EXACT_MAX_KEYS) {
-      return { notes: [`${name}: not computed, the exact expectation covers n and L up to ${fmtG(EXACT_MAX_KEYS)}`] };
+      return { notes: [say(table, "exact range", { name, top: EXACT_MAX_KEYS })] };
     }
     // attnscale.recipes._law: the factor from the unit score to the law's scale, and the law's cap
     const [toLaw, cap] = s.scores === "dot" ? [1, 1e3] : [Math.sqrt(s.d), COSINE_CAP];
     if (s.a * toLaw > cap) {
-      return {
-        notes: [
-          `${name}: not computed, alpha_L = ${fmtG(s.a, 4)} is beyond the exact expectation's range ` +
-            `(up to ${fmtG(cap / toLaw, 4)} on the unit score for ${s.scores === "dot" ? "gaussian" : "cosine"} scores)`,
-        ],
-      };
+      return { notes: [say(table, "exact alpha", { name, alpha: s.a, top: cap / toLaw, law: lawOf(s) })] };
     }
     if (s.scores !== "dot") return cosineExactMatch(s, table, name);
     // a measured entropy is the target itself (the package solves for
@@ -1181,15 +1178,13 @@
     if (s.headEntropy === null && magnify > 1.5) {
       return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
-    if (target >= Math.log(s.n)) return { notes: [notApplies(target, s.n)] };
+    if (target >= Math.log(s.n)) return { notes: [notApplies(table, target, s.n)] };
     const alpha = solveEntropy(target, s.n, table);
-    return alpha === null ? { notes: [outOfReach(name, cap, target)] } : scaled(alpha);
+    return alpha === null ? { notes: [outOfReach(table, name, cap, target)] } : scaled(alpha);
   }
 
   // the package's note when no scale up to the cap (top, on the unit score) reaches the entropy
-  const outOfReach = (name, top, target) =>
-    `${name}: not computed, no scale up to ${fmtG(top, 4)} brings the entropy down to ` +
-    `${fmtG(target, 4)} nats (a head this focused is outside the exact expectation's range)`;
+  const outOfReach = (table, name, top, target) => say(table, "exact reach", { name, top, target });
 
   // The exact match for cosine scores: the head's entropy at L by
   // quadrature (or the measured one), then the scale at n that has it.  The
@@ -1205,12 +1200,12 @@
     if (s.headEntropy === null && magnify > COSINE_MAGNIFY) {
       return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE_COSINE };
     }
-    if (target >= logN) return { notes: [notApplies(target, s.n)] };
+    if (target >= logN) return { notes: [notApplies(table, target, s.n)] };
     // the first guess: alpha_L times the ratio of the Gaussian scales with this entropy at n and at L
     const [atN, atL] = [gaussianGuess(target, s.n, table), gaussianGuess(target, s.L, table)];
     const out = solveCosineEntropy(target, s.n, s.d, atN && atL ? (s.a * atN) / atL : atN);
     if (out.close) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE_COSINE };
-    return out.none ? { notes: [outOfReach(name, COSINE_CAP / Math.sqrt(s.d), target)] } : scaled(out.alpha);
+    return out.none ? { notes: [outOfReach(table, name, COSINE_CAP / Math.sqrt(s.d), target)] } : scaled(out.alpha);
   }
   // Beyond this magnification the target's error (a few 1e-8 on the logit) could pass the tests' tolerance.
   const COSINE_MAGNIFY = 100;
@@ -1218,73 +1213,75 @@
     "too close to where the row changes for the page's quadrature to hold 1e-3; the package may compute it";
   // the Gaussian scale with the same entropy, from the table: where the cosine solver starts
   const gaussianGuess = (target, n, table) => (target < Math.log(n) ? solveEntropy(target, n, table) : null);
-  const notApplies = (target, n) =>
-    `exact entropy match does not apply: the head's entropy at L (${fmtG(target, 3)} nats) ` +
-    `exceeds log n = ${fmtG(Math.log(n), 3)}, the entropy of a uniform row over n keys`;
+  const notApplies = (table, target, n) => say(table, "exact none", { target, log_n: Math.log(n) });
 
   // alpha_L from a measured entropy: the table's relative error bound (3.3e-4 measured, book/_ext/calculator_table.py)
   const ALPHA_ERROR = 4e-4;
   const TOO_CLOSE = "too close to where the row changes for the page's table to hold 1e-3; the package may compute it";
 
-  // One row: its name and source (text, or a function of the setting), when
-  // it belongs to the setting, and the rule (as attnscale.recipes._Rule).
-  const rule = (name, source, applies, run) => ({ name, source, applies, run });
-  const text = (v, s) => (typeof v === "function" ? v(s) : v);
+  // Each row's arithmetic, by the key of its rule in attnscale.calculator.RULES (whose order, names
+  // and sources the page reads from table.words.rules): when it belongs to the setting, and the rule.
+  const lawOf = (s) => (s.scores === "dot" ? "gaussian" : "cosine");
+  // attnscale.calculator._variant and _fill: a template, or templates by variant; fields L and law
+  const variant = (s) => s.scores + (s.causal ? " causal" : "");
+  const words = (w, s) => fill(typeof w === "string" ? w : w[variant(s)], { L: s.L ?? "None", law: lawOf(s) });
   const always = () => true;
   const withL = (s) => s.L !== null;
   const scaled = (unit, ...notes) => ({ unit, notes }); // a scale and its notes
-  const RULES = [
-    rule("standard 1/sqrt(d)", "Vaswani et al. 2017", always, () => scaled(1)),
-    rule(
-      (s) =>
-        s.scores === "dot"
-          ? `gradient${s.causal ? ", causal" : ""} (Gaussian mean field)`
-          : "gradient (cosine mean field)" + (s.causal ? ", causal" : ""),
-      (s) => (s.causal && s.scores === "dot" ? "book ch. decoders" : "Su 2023 (9812)"),
-      always,
-      gradient,
-    ),
-    rule("entropy-invariant log_512(n)", "Su 2021 (8823), base 512", (s) => s.L === null, (s) =>
-      scaled(Math.log(s.n) / Math.log(512), "give train_length (--train-length) to add the length rules")),
-    rule((s) => `entropy-invariant a_L*log_${fmtG(s.L)}(n)`, "Su 2021 (8823)", withL, (s) =>
-      scaled((s.a * Math.log(s.n)) / Math.log(s.L))),
-    rule("Qwen logn (queries, n > L only)", "Bai et al. 2023", withL, (s) =>
-      scaled(s.a * Math.max(1, Math.log(s.n) / Math.log(s.L)))),
-    rule("YaRN dynamic, mscale(n/L)^2", "Peng et al. 2023", withL, (s) =>
-      scaled(
-        s.a * yarnSquare(s),
-        "YaRN dynamic row: the YaRN repository's dynamic rotary embedding with finetuned=False " +
-          "(factor 1 up to L, then mscale(n/L)^2); finetuned=True starts at mscale(s)^2 for its " +
-          "fine-tuned window sL, as static YaRN does",
-        "static YaRN and LongRoPE apply one constant, set by the configured window, at every length; " +
-          "the rows above assume the window is n",
-      )),
-    rule("LongRoPE, window n: 1+ln(n/L)/ln L", "Ding et al. 2024", withL, (s) =>
-      scaled(s.a * (s.n > s.L ? 1 + Math.log(s.n / s.L) / Math.log(s.L) : 1))),
+  // a length rule: its factor on the head's alpha_L, kept exactly for the factor column (calculator._times_head)
+  const timesHead = (s, factor, ...notes) => ({ unit: s.a * factor, factor, notes });
+  const ARITHMETIC = {
+    trained: [(s) => s.L !== null && s.n > s.L, (s) => timesHead(s, 1)],
+    standard: [always, () => scaled(1)],
+    gradient: [always, gradient],
+    "base 512": [(s) => s.L === null, (s, table) => scaled(Math.log(s.n) / Math.log(512), say(table, "base 512"))],
+    "entropy-invariant": [withL, (s) => timesHead(s, Math.log(s.n) / Math.log(s.L))],
+    qwen: [withL, (s) => timesHead(s, Math.max(1, Math.log(s.n) / Math.log(s.L)))],
+    yarn: [
+      withL,
+      (s, table) =>
+        timesHead(s, yarnSquare(s), say(table, "yarn dynamic"), say(table, "yarn static"), say(table, "rope")),
+    ],
+    // sqrt(1 + ln(n/L)/ln L)^2, as the package squares longrope_attention_factor
+    longrope: [
+      withL,
+      (s, table) => timesHead(s, s.n > s.L ? Math.sqrt(1 + Math.log(s.n / s.L) / Math.log(s.L)) ** 2 : 1, say(table, "rope")),
+    ],
     // 1 - x^(-2/d) = -expm1(-2 ln x / d): no cancellation for large d
-    rule("InfoScale", "Li et al. 2025", withL, (s) =>
-      scaled(s.a * Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d)))),
-    rule("Llama 4 (NoPE layers), f(n)", "Meta 2025", withL, (s) =>
-      scaled(
-        s.a * (1 + 0.1 * Math.log1p(Math.floor(s.n / 8192))),
-        "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the " +
-          "queries of its NoPE layers at n keys; it ignores L and is never below 1",
-      )),
-    rule("sqrt rule sqrt(a_L^2 + 2 ln(n/L))", "ch. entropy-invariance", withL, sqrtRule),
-    rule("QK-norm initial g = log2(L^2 - L)", "Henry et al. 2020", (s) => withL(s) && s.scores === "cosine", (s) =>
-      scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d))),
-    rule((s) => `exact entropy match (${s.scores === "dot" ? "gaussian" : "cosine"})`, "ch. recipes", withL, exactMatch),
-  ];
+    infoscale: [
+      withL,
+      (s) => timesHead(s, Math.sqrt(Math.expm1((-2 * Math.log(s.n)) / s.d) / Math.expm1((-2 * Math.log(s.L)) / s.d))),
+    ],
+    llama4: [withL, (s, table) => timesHead(s, 1 + 0.1 * Math.log1p(Math.floor(s.n / 8192)), say(table, "llama4"))],
+    sqrt: [withL, sqrtRule],
+    qknorm: [(s) => withL(s) && s.scores === "cosine", (s) => scaled((Math.log2(s.L) + Math.log2(s.L - 1)) / Math.sqrt(s.d))],
+    exact: [withL, exactMatch],
+  };
 
-  // Checks one field; returns the number or throws the inline message (lo = 0: open, as the package's "> 0").
-  function number(value, label, lo, hi, optional) {
-    const typed = String(value ?? "").trim();
-    if (typed === "" && optional) return null;
-    const x = Number(typed);
-    if (typed === "" || !Number.isFinite(x)) throw new Error(`${label}: enter a number`);
-    if (lo === 0 ? !(x > 0 && x <= hi) : x < lo || x > hi) {
-      throw new Error(`${label}: must be ${lo === 0 ? "above 0" : `at least ${fmtG(lo)}`} and at most ${fmtG(hi)}`);
-    }
+  // The package's input error (attnscale.calculator.ERRORS), for the form's field it names.
+  function inputError(table, field, key, values = {}) {
+    // "page": the page's own message (values.text), for what only the page cannot decide
+    const error = new Error(key === "page" ? values.text : fill(table.words.errors[key], values));
+    error.field = field;
+    return error;
+  }
+
+  // What a field holds as the command line reads it (attnscale.calculator.read_number): a decimal with an
+  // optional exponent, or the package's words; empty is "not given" for the optional fields.
+  function readNumber(table, text, name, optional) {
+    const typed = String(text ?? "");
+    if (optional && typed.trim() === "") return null;
+    if (!new RegExp(table.words.syntax).test(typed)) throw inputError(table, name, "syntax", { name, text: typed });
+    return Number(typed);
+  }
+
+  // attnscale.calculator._number: finite, and in [lo, hi] (lo = 0: above 0), in the package's words.
+  function checkNumber(table, x, name, lo, hi, what = "") {
+    if (x === null) return null;
+    if (!Number.isFinite(x)) throw inputError(table, name, "finite", { name, value: x > 0 ? "inf" : "-inf" });
+    if (lo === 0 && !(x > 0)) throw inputError(table, name, "positive", { name, value: x });
+    if (x < lo) throw inputError(table, name, "low", { name, low: lo, what, value: x });
+    if (x > hi) throw inputError(table, name, "high", { name, high: hi, value: x });
     return x;
   }
 
@@ -1292,26 +1289,23 @@
   // or the inline message the package's ValueError stands for.
   function headFromEntropy(s, table) {
     const label = "measured entropy H_L";
-    if (s.L === null) throw new Error("a measured H_L needs the training length L");
-    if (s.L > EXACT_MAX_KEYS) {
-      throw new Error(`${label} needs L at most ${fmtG(EXACT_MAX_KEYS)} (the exact expectation's range); give alpha_L`);
+    const fail = (key, values) => inputError(table, "head_entropy", key, values);
+    if (s.L > EXACT_MAX_KEYS) throw fail("entropy L", { top: EXACT_MAX_KEYS });
+    if (!(s.headEntropy > 0 && s.headEntropy < Math.log(s.L))) {
+      throw fail("entropy range", { log_l: Math.log(s.L), L: s.L, value: s.headEntropy });
     }
-    if (!(s.headEntropy < Math.log(s.L))) {
-      throw new Error(`${label}: must be below log L = ${fmtG(Math.log(s.L), 4)} nats (a uniform row over L keys)`);
-    }
-    const unreachable = (top) =>
-      new Error(
-        `${label} = ${fmtG(s.headEntropy)} nats: no scale up to ${fmtG(top, 4)} brings the entropy ` +
-          "that low (a head this focused is outside the exact expectation's range); give alpha_L",
-      );
+    const unreachable = (top) => fail("entropy reach", { value: s.headEntropy, top, target: s.headEntropy });
     if (s.scores !== "dot") {
       // by quadrature (cosineExactMatch says how close it agrees)
       const out = solveCosineEntropy(s.headEntropy, s.L, s.d, gaussianGuess(s.headEntropy, s.L, table));
       if (out.close) {
-        throw new Error(
-          `${label}: too close to the lowest entropy the exact expectation reaches for the page to tell ` +
+        throw inputError(
+          table,
+          "head_entropy",
+          "page",
+          { text: `${label}: too close to the lowest entropy the exact expectation reaches for the page to tell ` +
             `whether a scale has it; give alpha_L, or see the CLI: python -m attnscale scale --d ${s.d} ` +
-            `--n ${s.n} --cosine${s.causal ? " --causal" : ""} --train-length ${s.L} --head-entropy ${s.headEntropy}`,
+            `--n ${s.n} --cosine${s.causal ? " --causal" : ""} --train-length ${s.L} --head-entropy ${s.headEntropy}` },
         );
       }
       if (out.none) throw unreachable(COSINE_CAP / Math.sqrt(s.d));
@@ -1322,61 +1316,83 @@
     return alpha;
   }
 
+  // attnscale.calculator._table_words: the title, the two lines saying what the numbers are, the headings
+  function tableWords(s, answer, table) {
+    const T = table.words.table;
+    const [raw, unit] = [T[`raw ${s.scores}`], T[`unit ${s.scores}`]];
+    const length = s.L !== null ? fill(T.length, { L: s.L }) : "";
+    const title = fill(T.title, { raw, d: s.d, n: s.n, causal: s.causal ? T.causal : "", length });
+    const suffix = s.measured ? " measured" : "";
+    const values = { raw, unit, alpha: s.a };
+    const out = { title, first: fill(T["first" + suffix], values), second: fill(T["second" + suffix], values) };
+    const level = table.words.answers.confidence[answer];
+    for (const g of table.words.groups) out[`group ${g}`] = fill(T[`group ${g}`], { answer, level });
+    out.columns = [T["column criterion"], s.measured ? T["column factor"] : T["column scale"], T["column std"], "source"];
+    return out;
+  }
+
   // The whole table for one setting: {entries, notes} or {error, field}
   // (field: the form's name of the input the message is about).
   function recommend(input, table) {
-    let s, field;
-    // each check names its field first, so that a message can point at it
-    const read = (name, ...args) => ((field = name), number(...args));
+    let s;
+    // attnscale.__main__ and attnscale.calculator.recommend_scale, in their order: every field read
+    // (the command line parses its arguments first), then each checked, then the measurement
     try {
+      const typed = {
+        d: readNumber(table, input.d, "d", false),
+        n: readNumber(table, input.n, "n", false),
+        L: readNumber(table, input.trainLength, "train_length", true),
+        headScale: readNumber(table, input.headScale, "head_scale", true),
+        headEntropy: readNumber(table, input.headEntropy, "head_entropy", true),
+      };
       s = {
-        d: read("d", input.d, "head dimension d", 2, MAX_D),
-        n: read("n", input.n, "number of keys n", 2, MAX_KEYS),
-        L: read("train_length", input.trainLength, "training length L", 2, MAX_KEYS, true),
-        headScale: read("head_scale", input.headScale, "measured scale alpha_L", 0, MAX_ALPHA, true),
-        headEntropy: read("head_entropy", input.headEntropy, "measured entropy H_L", 0, Math.log(MAX_KEYS), true),
+        d: checkNumber(table, typed.d, "d", 2, MAX_D, " (the head dimension)"),
+        n: checkNumber(table, typed.n, "n", 2, MAX_KEYS, " (at least two keys)"),
+        L: checkNumber(table, typed.L, "train_length", 2, MAX_KEYS),
+        headScale: checkNumber(table, typed.headScale, "head_scale", 0, MAX_ALPHA),
+        headEntropy: checkNumber(table, typed.headEntropy, "head_entropy", -Infinity, Infinity),
         scores: input.scores === "cosine" ? "cosine" : "dot",
         causal: Boolean(input.causal),
       };
-      if (s.headScale !== null && s.headEntropy !== null) {
-        throw new Error("give the measured entropy H_L or the measured scale alpha_L, not both");
+      if (s.headScale !== null && s.headEntropy !== null) throw inputError(table, "head_scale", "both");
+      if ((s.headScale !== null || s.headEntropy !== null) && s.L === null) {
+        throw inputError(table, s.headScale !== null ? "head_scale" : "head_entropy", "needs L");
       }
-      field = "head_scale";
-      if (s.headScale !== null && s.L === null) throw new Error("a measured alpha_L needs the training length L");
-      field = "head_entropy";
       if (s.headEntropy !== null) s.a = headFromEntropy(s, table);
     } catch (error) {
-      return { error: error.message, field };
+      if (error.field === undefined) throw error; // a bug, not the reader's input
+      return { error: error.message, field: error.field };
     }
     s.a ??= s.headScale ?? 1;
+    s.measured = s.headScale !== null || s.headEntropy !== null;
+    // attnscale.advice.calculator_answer: the answer of the book that applies, whose rows are marked
+    const answer =
+      s.L !== null && s.n > s.L ? "length" : s.scores === "cosine" ? "cosine" : s.causal ? "decoder" : "dot";
+    const marked = table.words.answers.rows[answer];
     const notes = [];
     const addNote = (note) => notes.includes(note) || notes.push(note);
-    if (s.headScale !== null) addNote(`head measured: alpha_L = ${fmtG(s.a, 4)} at L = ${fmtG(s.L)}`);
+    if (s.headScale !== null) addNote(say(table, "head scale", { alpha: s.a, L: s.L }));
     else if (s.headEntropy !== null) {
-      addNote(
-        `head measured: entropy ${fmtG(s.headEntropy, 4)} nats at L = ${fmtG(s.L)}, ` +
-          `i.e. alpha_L = ${fmtG(s.a, 4)} for ${s.scores === "dot" ? "gaussian" : "cosine"} scores (exact expectation)`,
-      );
-    } else if (s.L !== null) {
-      addNote(
-        "no measured head: assumes alpha_L = 1 (unit-variance scores at the standard " +
-          "scale); give head_entropy (--head-entropy) or head_scale (--head-scale)",
-      );
-    }
-    if (s.L !== null && s.n > s.L) {
-      addNote(
-        "the length rules say what keeps a head's entropy, not its loss: in the book's language model " +
-          "(ch. language-model) no rule applied only at test carried a model far past L; keep the trained " +
-          "scale, or train with the rule you will use, and measure",
-      );
-    }
+      addNote(say(table, "head entropy", { entropy: s.headEntropy, L: s.L, alpha: s.a, law: lawOf(s) }));
+    } else if (s.L !== null) addNote(say(table, "no head"));
+    if (s.L !== null && s.n > s.L) addNote(say(table, "past L"));
     const root = Math.sqrt(s.d);
     const entries = [];
-    for (const rule of RULES) {
-      if (!rule.applies(s)) continue;
-      const name = text(rule.name, s);
-      const out = rule.run(s, table);
-      const entry = { criterion: name, source: text(rule.source, s), unit: null, scale: null, cli: Boolean(out.cli) };
+    for (const rule of table.words.rules) {
+      const [applies, run] = ARITHMETIC[rule.key];
+      if (!applies(s)) continue;
+      const name = words(rule.name, s);
+      const out = run(s, table, name);
+      const group = marked.includes(rule.key) ? "answer" : rule.kind;
+      const entry = {
+        criterion: name,
+        source: words(rule.source, s),
+        unit: null,
+        scale: null,
+        factor: null,
+        group,
+        cli: Boolean(out.cli),
+      };
       if (out.cli) {
         entries.push(entry);
         out.notes.push(cliNote(name, s, Boolean(out.mayCompute), out.why));
@@ -1384,14 +1400,19 @@
         const raw = s.scores === "dot" ? out.unit / root : out.unit * root;
         // never a degenerate scale, as the package's _run
         if (Number.isFinite(out.unit) && out.unit > 0 && Number.isFinite(raw) && raw > 0) {
-          entries.push(Object.assign(entry, { unit: out.unit, scale: raw }));
+          // with a measured head, the factor on its trained logits (attnscale.calculator._run)
+          const factor = s.measured ? (out.factor ?? out.unit / s.a) : null;
+          entries.push(Object.assign(entry, { unit: out.unit, scale: raw, factor }));
         } else {
           out.notes.push(`${name}: gives no usable scale here; left out`);
         }
       }
       out.notes.forEach(addNote);
     }
-    return { entries, notes, setting: s };
+    // the book's answer first, then the published rules, then the criteria; stable within a group
+    const groups = table.words.groups;
+    entries.sort((a, b) => groups.indexOf(a.group) - groups.indexOf(b.group));
+    return { entries, notes, setting: s, answer, words: tableWords(s, answer, table) };
   }
 
   // --- the form ----------------------------------------------------------
@@ -1691,27 +1712,44 @@
       }
     }
     if (result.error) return result.error;
-    const rows = result.entries.map((e) =>
-      el("tr", [
-        el("th", e.criterion, { scope: "row" }),
-        ...(e.cli
-          ? [el("td", "see the CLI", { colspan: "2" })]
-          : [
-              el("td", fmtG(e.scale, 4), { class: "calc-number" }),
-              el("td", e.unit < 1e3 ? fmtF(e.unit, 3) : fmtE(e.unit, 1), { class: "calc-number" }),
-            ]),
-        el("td", e.source),
-      ]),
-    );
-    const head = el("tr", ["criterion", "scale", "× standard", "source"].map((h) => el("th", h, { scope: "col" })));
-    const unit = value("scores") === "dot" ? "q·k" : "cos(q, k)";
-    const caption = el("caption", `scale for softmax(scale × ${unit})`);
-    const tbl = el("table", [caption, el("thead", [head]), el("tbody", rows)], { class: "calc-table" });
+    // the table as the command line prints it (attnscale.calculator.Recommendation.table): the same
+    // title, lines, columns, group headings, rows and digits
+    const W = result.words;
+    const fixed = (x) => (x < 1e3 ? fmtF(x, 3) : fmtE(x, 1)); // attnscale.calculator._fixed
+    const measured = result.setting.measured;
+    const body = [];
+    let group = null;
+    for (const e of result.entries) {
+      if (e.group !== group) {
+        group = e.group;
+        body.push(el("tr", [el("th", W[`group ${group}`], { colspan: "4", scope: "colgroup" })], { class: "calc-group" }));
+      }
+      body.push(
+        el(
+          "tr",
+          [
+            el("th", e.criterion, { scope: "row" }),
+            ...(e.cli
+              ? [el("td", "see the CLI", { colspan: "2" })]
+              : [
+                  el("td", measured ? fixed(e.factor) : fmtG(e.scale, 4), { class: "calc-number" }),
+                  el("td", fixed(e.unit), { class: "calc-number" }),
+                ]),
+            el("td", e.source),
+          ],
+          e.group === "answer" ? { class: "calc-recommended" } : {},
+        ),
+      );
+    }
+    const head = el("tr", W.columns.map((h) => el("th", h, { scope: "col" })));
+    const caption = el("caption", W.title);
+    const tbl = el("table", [caption, el("thead", [head]), el("tbody", body)], { class: "calc-table" });
+    const legend = [W.first, W.second].map((line) => el("p", line, { class: "calc-legend" }));
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
     const figures = [plot(result.setting, table), gradientFigure(form, result.setting, table)];
-    out.replaceChildren(tbl, el("p", "Notes:"), notes, ...figures);
+    out.replaceChildren(...legend, tbl, el("p", "Notes:"), notes, ...figures);
     showScrollHint(form);
-    return `${rows.length} rows updated`;
+    return `${result.entries.length} rows updated`;
   }
 
   // On a narrow screen the table scrolls inside its box; nothing else says so

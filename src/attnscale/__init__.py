@@ -55,12 +55,10 @@ from .montecarlo import (
     typical_row_scales,
 )
 from .plotting import use_book_style
+from .calculator import Recommendation, ScaleEntry, recommend_scale
 from .recipes import (
-    Recommendation,
-    ScaleEntry,
     logn_beyond_training_scale,
     qknorm_initial_scale,
-    recommend_scale,
     scalable_softmax_scale,
     standard_scale,
     yarn_scale,

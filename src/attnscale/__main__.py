@@ -6,8 +6,11 @@ head's measured entropy or scale at the training length when given (and
 saying which default it assumes when not).  A rule that cannot answer for
 the setting prints a note instead of a row.  Bad arguments give a one-line
 error on stderr and exit status 2; anything unexpected gives one line and
-status 1; never a traceback.  Domain: ``d >= 2``, ``2 <= n, L <= 1e15``
-(see ``attnscale.recommend_scale``).
+status 1; never a traceback.  Numbers are read as the page's form reads
+them (``attnscale.calculator.read_number``: decimals with an optional
+exponent), and their errors are the calculator's words, the same on the
+page.  Domain: ``2 <= d <= 1e6``, ``2 <= n, L <= 1e15`` (see
+``attnscale.recommend_scale``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .recipes import recommend_scale
+from .calculator import read_number, recommend_scale
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -32,19 +35,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     scale = commands.add_parser("scale", help="every criterion's scale for one setting")
-    scale.add_argument("--d", type=float, required=True, help="head dimension (>= 2)")
-    scale.add_argument(
-        "--n", type=float, required=True, help="number of keys, or the longest sequence if --causal"
-    )
+    scale.add_argument("--d", required=True, help="head dimension (>= 2)")
+    scale.add_argument("--n", required=True, help="number of keys, or the longest sequence if --causal")
     scale.add_argument("--cosine", action="store_true", help="scores are cosines of normalized q and k")
     scale.add_argument("--causal", action="store_true", help="one scale for every position of a decoder")
-    scale.add_argument("--train-length", type=float, default=None, help="training length, for length rules")
-    measured = scale.add_mutually_exclusive_group()
-    measured.add_argument(
-        "--head-entropy", type=float, default=None, help="the head's mean attention entropy (nats) at L"
-    )
-    measured.add_argument(
-        "--head-scale", type=float, default=None, help="the head's scale alpha_L on the unit-variance score"
+    scale.add_argument("--train-length", default=None, help="training length, for length rules")
+    # one or the other; recommend_scale says so in the words the page uses
+    scale.add_argument("--head-entropy", default=None, help="the head's mean attention entropy (nats) at L")
+    scale.add_argument(
+        "--head-scale", default=None, help="the head's scale alpha_L on the unit-variance score"
     )
     return parser
 
@@ -53,14 +52,19 @@ def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)  # exits with status 2 and a one-line message on bad syntax
     try:
+        # read in the form's order, so that the first bad field is the one both name
+        numbers = {
+            name: None if text is None else read_number(text, name)
+            for name, text in (
+                ("d", args.d),
+                ("n", args.n),
+                ("train_length", args.train_length),
+                ("head_scale", args.head_scale),
+                ("head_entropy", args.head_entropy),
+            )
+        }
         recommendation = recommend_scale(
-            args.d,
-            args.n,
-            scores="cosine" if args.cosine else "dot",
-            causal=args.causal,
-            train_length=args.train_length,
-            head_entropy=args.head_entropy,
-            head_scale=args.head_scale,
+            scores="cosine" if args.cosine else "dot", causal=args.causal, **numbers
         )
     except (ValueError, TypeError) as error:
         print(f"{parser.prog}: error: {_one_line(error)}", file=sys.stderr)

@@ -34,10 +34,9 @@ from .cosine import cosine_alpha_star
 from .decoder import gradient_fraction
 from .formatting import format_number
 from .gaussian import gaussian_alpha_star
-from .recipes import qknorm_initial_scale
 from .training import TUNED_D, TUNED_LENGTHS, TUNED_MARGIN
 
-__all__ = ["LENGTH_VERDICT", "Answer", "answers"]
+__all__ = ["CALCULATOR_ROWS", "CONFIDENCE", "LENGTH_VERDICT", "Answer", "answers", "calculator_answer"]
 
 #: What the book's language-model experiment (chapter *A language model
 #: past its training length*) supports about length rules; that chapter
@@ -49,6 +48,42 @@ LENGTH_VERDICT = (
     "in, a $\\log n$ scale helped the model without positions up to about $4L$ and hurt at $16L$.  If "
     "you use a rule, train with it and measure"
 )
+
+
+#: How sure the book is of each answer: high, medium or low (the reasons are in ``answers``).
+CONFIDENCE = {"dot": "high", "cosine": "low", "contrastive": "low", "decoder": "medium", "length": "low"}
+
+#: The rows of the scale calculator (keys of ``attnscale.calculator.RULES``) that state each answer.
+CALCULATOR_ROWS = {
+    "dot": ("standard",),
+    "cosine": ("standard",),
+    "contrastive": ("gradient",),
+    "decoder": ("standard",),
+    "length": ("trained",),
+}
+
+
+def calculator_answer(scores, causal, n, train_length) -> str:
+    """Which answer applies to a setting of the scale calculator (a key of :func:`answers`).
+
+    Running past a given training length (``n > train_length``) is ``"length"``;
+    otherwise cosine scores are ``"cosine"``, a causal head with dot products
+    ``"decoder"``, and any other ``"dot"``.  (A contrastive loss is not an
+    attention setting the calculator can tell apart; its answer is the
+    ``"gradient"`` row for cosines.)
+
+    Examples
+    --------
+    >>> calculator_answer("dot", False, 32768, 4096)
+    'length'
+    >>> calculator_answer("cosine", True, 4096, None)
+    'cosine'
+    """
+    if train_length is not None and n > train_length:
+        return "length"
+    if scores == "cosine":
+        return "cosine"
+    return "decoder" if causal else "dot"
 
 
 @dataclass(frozen=True)
@@ -64,19 +99,37 @@ class Answer:
     recommendation : str
         What to use, MyST Markdown.
     confidence : str
-        How sure the book is, and why, MyST Markdown.
+        How sure the book is: ``"high"``, ``"medium"`` or ``"low"`` (``CONFIDENCE``).
+    reason : str
+        Why, in one short clause, MyST Markdown (the detail is in ``derived_in``).
     derived_in : str
         Where the evidence is, MyST Markdown with cross-references.
     chapters : tuple of str
         The chapters (file names under ``book/``) whose take-away states it.
+    rows : tuple of str
+        The scale calculator's rows that state it (``CALCULATOR_ROWS``).
+    sure : str
+        The answers table's "how sure" cell: the level in bold, then the reason.
     """
 
     key: str
     setting: str
     recommendation: str
-    confidence: str
+    reason: str
     derived_in: str
     chapters: tuple[str, ...]
+
+    @property
+    def confidence(self) -> str:
+        return CONFIDENCE[self.key]
+
+    @property
+    def rows(self) -> tuple[str, ...]:
+        return CALCULATOR_ROWS[self.key]
+
+    @property
+    def sure(self) -> str:
+        return f"**{self.confidence}**: {self.reason}"
 
 
 def _n(value, digits=3):
@@ -114,28 +167,22 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     tuned_n = "$ and $".join(str(k) for k in TUNED_LENGTHS)
-    tuned_star = ", ".join(_n(float(gaussian_alpha_star(k))) for k in TUNED_LENGTHS)
-    tuned_typical = ", ".join(_n(float(np.sqrt(2 * np.log(k)))) for k in TUNED_LENGTHS)
     cos_star = float(cosine_alpha_star(n, d))
     pairs = float(cosine_alpha_star(candidates, d_embed))
     half = context // 2
     alpha_half = float(gaussian_alpha_star(half))
     positions = np.arange(2, context + 1)
     kept = np.maximum(gradient_fraction(alpha_half, positions), 0.0)
-    none_below = int(np.ceil(np.exp(alpha_half**2)))  # alpha^2 > log n: the mean field gives nothing
     rows = [
         Answer(
             "dot",
             "**dot-product attention**",
             r"$1/\sqrt d$ on $q\cdot k$ ($\alpha = 1$)",
-            "the variance argument is exact; in the training test (one head, "
-            rf"$d = {TUNED_D}$, $n = {tuned_n}$, SGD and Adam, the learning rate tuned per scale) "
-            rf"the mean-field $\alpha^*$ (${tuned_star}$) trained as $1/\sqrt d$ did, within a factor "
-            rf"{TUNED_MARGIN} in loss, and a typical row's $\sqrt{{2\log n}}$ (${tuned_typical}$) gave no "
-            "advantage; these scales maximize a random row's gradient at initialization.  One small "
-            "task, so a gain elsewhere is not ruled out",
+            "the variance argument is exact, and with the learning rate tuned per scale no other scale "
+            rf"trained better (within a factor {TUNED_MARGIN} in loss; one head, $d = {TUNED_D}$, "
+            rf"$n = {tuned_n}$: one small task)",
             "{ref}`variance <ch-variance>`, {prf:ref}`thm-dot-variance`; "
-            "{ref}`Gaussian scores <ch-gaussian-scores>`; {ref}`training <ch-training>`",
+            "{ref}`Gaussian scores <ch-gaussian-scores>`; {ref}`training <sec-training-tuned>`",
             ("variance", "gaussian-scores", "training"),
         ),
         Answer(
@@ -144,34 +191,30 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             r"normalize each head's $q$ and $k$ to unit RMS and keep $1/\sqrt d$, i.e. "
             rf"$\sqrt d = {_n(np.sqrt(d))}$ on the cosine at $d = {d}$, with learned gains "
             "(as Qwen3 does, {cite:p}`yang2025qwen3`)",
-            "low: the unit-variance argument carried over from dot products, and released practice; "
-            "not trained here.  The gradient criteria ask for more: the mean-field "
-            rf"$\alpha^*(n, d) = {_n(cos_star)}$ ($n = {n}$), and QKNorm starts its learned scale at "
-            rf"$\log_2(L^2 - L) = {_n(qknorm_initial_scale(train_length))}$ ($L = {train_length}$)",
+            "carried over from dot products and from released models, not trained here; the gradient "
+            rf"criteria ask for more ($\alpha^*(n, d) = {_n(cos_star)}$ at $n = {n}$)",
             "{ref}`cosine scores <ch-cosine-scores>`, {prf:ref}`thm-cosine-mgf`; {ref}`recipes <ch-recipes>`",
             ("cosine-scores",),
         ),
         Answer(
             "contrastive",
             "**contrastive losses** on cosine similarity",
-            rf"a scale of the order of $\alpha^*(n, d)$ with $n$ candidates: ${_n(pairs)}$ "
-            rf"(temperature ${_n(1 / pairs, 2)}$) at $n = {candidates}$, $d = {d_embed}$",
-            "low: it reproduces the order of magnitude of published settings, not their values",
-            "{ref}`cosine scores <ch-cosine-scores>`, {prf:ref}`prop-cosine-power-law`",
+            rf"a scale of the order of $\alpha^*(n, d)$ with $n$ candidates: about ${_n(pairs, 1)}$ "
+            rf"(temperature about ${_n(1 / pairs, 1)}$) at $n = {candidates}$, $d = {d_embed}$",
+            "an order-of-magnitude argument, which gives the tens that published scales use, "
+            "not their values",
+            "{ref}`cosine scores: practice <sec-cosine-practice>`, {prf:ref}`prop-cosine-power-law`",
             ("cosine-scores",),
         ),
         Answer(
             "decoder",
             "**decoders** (position $n$ sees $n$ keys)",
             r"the same scale at every position: $1/\sqrt d$, as for any dot-product attention",
-            "the gradient criterion cannot pick one fixed scale: at context "
-            rf"$L = {context}$ the mean-field optimum for $n = L/2$ keeps on average "
-            rf"${_n(100 * kept.mean(), 2)}\%$ of each position's mean-field best, though the mean field "
-            rf"fails at early positions (below position ${none_below}$ it predicts a negative gradient); "
-            "the exact expected gradient grows with the scale at every position (a numerical finding "
-            "on the range computed), and criteria on a random row at initialization are not training "
-            "results",
-            "{ref}`decoders <ch-decoders>`",
+            "rests on the training chapter's tuned-rate test, which is not causal; no decoder was trained "
+            "for it, and the gradient criterion cannot pick one fixed scale (at context "
+            rf"$L = {context}$ the optimum for $n = L/2$ keeps ${_n(100 * kept.mean(), 2)}\%$ of each "
+            "position's best)",
+            "{ref}`training <sec-training-tuned>` (the evidence); {ref}`decoders <ch-decoders>`",
             ("decoders",),
         ),
     ]
@@ -180,7 +223,7 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "length",
             "**running past the training length** $L$",
             LENGTH_VERDICT,
-            "low: one small byte-level model, trained briefly at $L = 64$ and tested to $16L$, five seeds "
+            "one small byte-level model, trained briefly at $L = 64$ and tested to $16L$, five seeds "
             "per arm and a second set of five (some gains resolve only over all ten); it uses little of "
             "its context beyond a few bytes, so a model that exploits long context may respond "
             "differently.  The sources report gains on their own models (Su's masked-LM table, "

@@ -179,9 +179,11 @@ def typical_row_scales(
 ):
     r"""Typical-row maximizers of the gradient :math:`\alpha(1 - \sum_i p_i^2)`, by sampling.
 
-    The *expected* gradient for i.i.d. scores rises monotonically towards its
-    :math:`\alpha \to \infty` limit (:func:`attnscale.expected_gradient`), so
-    it names no best scale; a typical row does.  Three criteria are
+    The *expected* gradient for i.i.d. scores rises towards its
+    :math:`\alpha \to \infty` limit (:func:`attnscale.expected_gradient`)
+    with no finite maximizer on the range the book computes (a numerical
+    finding, proved only for :math:`n = 2`), so it names no best scale; a
+    typical row does.  Three criteria are
     estimated on ``seeds`` independent batches of ``rows`` rows each (common
     random numbers across :math:`\alpha` within a batch):
 
