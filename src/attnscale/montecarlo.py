@@ -28,13 +28,9 @@ __all__ = [
     "typical_row_scales",
 ]
 
-
-def _count(value, name, lower=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < lower:
-        raise ValueError(f"{name} must be >= {lower}, got {value}")
-    return int(value)
+#: Kept only for :mod:`attnscale.lm`, which imports it from here until it
+#: imports :func:`attnscale._validate.count` (every other module does).
+_count = _validate.count
 
 
 def sample_gaussian_scores(samples, n, rng):
@@ -49,7 +45,7 @@ def sample_gaussian_scores(samples, n, rng):
     rng : numpy.random.Generator
         The source of randomness (seed it for reproducible numbers).
     """
-    samples, n = _count(samples, "samples"), _count(n, "n", 2)
+    samples, n = _validate.count(samples, "samples"), _validate.count(n, "n", 2)
     return rng.standard_normal((samples, n))
 
 
@@ -78,7 +74,7 @@ def sample_cosine_scores(samples, n, d, rng):
     numpy.ndarray
         Shape ``(samples, n)``, values in :math:`[-1, 1]`.
     """
-    samples, n = _count(samples, "samples"), _count(n, "n", 2)
+    samples, n = _validate.count(samples, "samples"), _validate.count(n, "n", 2)
     d = float(_validate.dimension(d))
     first = rng.standard_normal((samples, n))
     rest = rng.chisquare(d - 1.0, (samples, n))
@@ -216,10 +212,10 @@ def typical_row_scales(
     from .cosine import cosine_alpha_star
     from .gaussian import gaussian_alpha_star
 
-    n = _count(n, "n", 2)
-    rows = _count(rows, "rows", 10)
-    seeds = _count(seeds, "seeds", 2)
-    seed = _count(seed, "seed", 0)
+    n = _validate.count(n, "n", 2)
+    rows = _validate.count(rows, "rows", 10)
+    seeds = _validate.count(seeds, "seeds", 2)
+    seed = _validate.count(seed, "seed", 0)
     if scores == "gaussian":
         if d is not None:
             raise ValueError("d is only used with scores='cosine'")
@@ -354,7 +350,7 @@ def conditional_objective(alphas, n, rows, rng, *, scores="gaussian", d=None, lo
     alphas = _validate.scale(alphas, "alphas")
     if alphas.ndim != 1 or np.any(alphas <= 0):
         raise ValueError("alphas must be a one-dimensional array of positive scales")
-    n, rows = _count(n, "n", 2), _count(rows, "rows")
+    n, rows = _validate.count(n, "n", 2), _validate.count(rows, "rows")
     law = _resolve_law(scores, d)
     if scores == "gaussian":
 
@@ -441,8 +437,12 @@ def conditional_mean_log_scale(n, *, scores="gaussian", d=None, rows=200, seeds=
     from .cosine import cosine_alpha_star
     from .gaussian import gaussian_alpha_star
 
-    n = _count(n, "n", 2)
-    rows, seeds, seed = _count(rows, "rows", 10), _count(seeds, "seeds", 2), _count(seed, "seed", 0)
+    n = _validate.count(n, "n", 2)
+    rows, seeds, seed = (
+        _validate.count(rows, "rows", 10),
+        _validate.count(seeds, "seeds", 2),
+        _validate.count(seed, "seed", 0),
+    )
     if scores not in ("gaussian", "cosine"):
         raise ValueError(f"scores must be 'gaussian' or 'cosine', got {scores!r}")
     star = float(gaussian_alpha_star(n) if scores == "gaussian" else cosine_alpha_star(n, d))

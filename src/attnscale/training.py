@@ -55,7 +55,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from .montecarlo import _count
 
 __all__ = [
     "TrainingResult",
@@ -148,38 +147,6 @@ class TrainingResult:
     length_rule: str
 
 
-def _choice(value, name, allowed):
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, one of {allowed}, got {type(value).__name__}")
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    return value
-
-
-def _positive(value, name):
-    array = _validate.real_array(value, name)
-    if array.ndim != 0:
-        raise ValueError(f"{name} must be a single number, got shape {array.shape}")
-    if not array > 0:
-        raise ValueError(f"{name} must be > 0, got {float(array):g}")
-    return float(array)
-
-
-def _nonnegative(value, name):
-    array = _validate.real_array(value, name)
-    if array.ndim != 0:
-        raise ValueError(f"{name} must be a single number, got shape {array.shape}")
-    if not array >= 0:
-        raise ValueError(f"{name} must be >= 0, got {float(array):g}")
-    return float(array)
-
-
-def _generator(rng, name="rng"):
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"{name} must be a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
-
-
 def retrieval_batch(replicas, batch, n, m, rng, query_noise=0.0):
     r"""A batch of retrieval problems: keys, query inputs and targets.
 
@@ -205,10 +172,10 @@ def retrieval_batch(replicas, batch, n, m, rng, query_noise=0.0):
     targets : numpy.ndarray
         Shape ``(replicas, batch)``, integers in ``[0, n)``.
     """
-    replicas, batch = _count(replicas, "replicas"), _count(batch, "batch")
-    n, m = _count(n, "n", 2), _count(m, "m")
-    rng = _generator(rng)
-    query_noise = _nonnegative(query_noise, "query_noise")
+    replicas, batch = _validate.count(replicas, "replicas"), _validate.count(batch, "batch")
+    n, m = _validate.count(n, "n", 2), _validate.count(m, "m")
+    rng = _validate.generator(rng)
+    query_noise = _validate.nonnegative_number(query_noise, "query_noise")
     keys = rng.standard_normal((replicas, batch, n, m))
     targets = rng.integers(0, n, size=(replicas, batch))
     queries = np.take_along_axis(keys, targets[..., None, None], axis=2)[:, :, 0, :]
@@ -235,8 +202,8 @@ def init_projections(replicas, d, m, rng):
     w_query, w_key : numpy.ndarray
         Each of shape ``(replicas, 1, d, m)`` (one scale axis, to broadcast).
     """
-    replicas, d, m = _count(replicas, "replicas"), _count(d, "d"), _count(m, "m")
-    rng = _generator(rng)
+    replicas, d, m = _validate.count(replicas, "replicas"), _validate.count(d, "d"), _validate.count(m, "m")
+    rng = _validate.generator(rng)
     shape = (replicas, 1, d, m)
     return rng.standard_normal(shape) / np.sqrt(m), rng.standard_normal(shape) / np.sqrt(m)
 
@@ -379,11 +346,11 @@ def attention_loss_and_gradients(
         raise ValueError(f"targets must be integers of shape {keys.shape[:2]}")
     if np.any((targets < 0) | (targets >= keys.shape[2])):
         raise ValueError(f"targets must lie in [0, {keys.shape[2]})")
-    loss = _choice(loss, "loss", LOSSES)
+    loss = _validate.choice(loss, "loss", LOSSES)
     gain = np.ones((replicas, n_scales)) if gain is None else _validate.real_array(gain, "gain")
     if gain.shape != (replicas, n_scales):
         raise ValueError(f"gain must have shape ({replicas}, {n_scales}), got {gain.shape}")
-    length_factor = _positive(length_factor, "length_factor")
+    length_factor = _validate.positive_number(length_factor, "length_factor")
     return _loss_and_gradients(w_query, w_key, scales, gain, length_factor, keys, queries, targets, loss)[:2]
 
 
@@ -480,7 +447,7 @@ def _head_dims(d, size):
         if np.any(dims < 1):
             raise ValueError(f"d must be >= 1, got {dims[dims < 1][0]}")
         return dims.astype(int)
-    return np.full(size, _count(d, "d"))
+    return np.full(size, _validate.count(d, "d"))
 
 
 def train_attention(
@@ -554,8 +521,12 @@ def train_attention(
     -------
     TrainingResult
     """
-    n, m = _count(n, "n", 2), _count(m, "m")
-    replicas, steps, batch = _count(replicas, "replicas"), _count(steps, "steps"), _count(batch, "batch")
+    n, m = _validate.count(n, "n", 2), _validate.count(m, "m")
+    replicas, steps, batch = (
+        _validate.count(replicas, "replicas"),
+        _validate.count(steps, "steps"),
+        _validate.count(batch, "batch"),
+    )
     multipliers = _validate.real_array(multipliers, "multipliers")
     if multipliers.ndim != 1 or multipliers.size == 0:
         raise ValueError(
@@ -575,7 +546,7 @@ def train_attention(
             f"optimizer must be one of {OPTIMIZERS} or a sequence of them, one per multiplier "
             f"({multipliers.size}), got {optimizer!r}"
         )
-    uses_sgd = np.array([_choice(name, "optimizer", OPTIMIZERS) == "sgd" for name in optimizer])
+    uses_sgd = np.array([_validate.choice(name, "optimizer", OPTIMIZERS) == "sgd" for name in optimizer])
     learning_rate = _validate.real_array(learning_rate, "learning_rate")
     if learning_rate.ndim == 0:
         learning_rate = np.full(multipliers.shape, float(learning_rate))
@@ -586,8 +557,8 @@ def train_attention(
         )
     if np.any(~(learning_rate > 0)):
         raise ValueError(f"learning_rate must be > 0, got {learning_rate[~(learning_rate > 0)][0]:g}")
-    loss = _choice(loss, "loss", LOSSES)
-    length_rule = _choice(length_rule, "length_rule", ("fixed", "logn"))
+    loss = _validate.choice(loss, "loss", LOSSES)
+    length_rule = _validate.choice(length_rule, "length_rule", ("fixed", "logn"))
     if isinstance(learn_gain, (bool, np.bool_)):
         learn_gain = [bool(learn_gain)] * multipliers.size
     if not isinstance(learn_gain, list | tuple) or len(learn_gain) != multipliers.size:
@@ -598,9 +569,8 @@ def train_attention(
     if not all(isinstance(flag, (bool, np.bool_)) for flag in learn_gain):
         raise TypeError(f"learn_gain must hold bools, got {learn_gain!r}")
     learns = np.array(learn_gain, dtype=bool)
-    query_noise = _nonnegative(query_noise, "query_noise")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
+    query_noise = _validate.nonnegative_number(query_noise, "query_noise")
+    seed = _validate.seed(seed)
 
     # The models run with the SGD ones first, so that each optimizer updates
     # one contiguous block (views, and Adam's arithmetic only on its own
@@ -703,11 +673,10 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
     """
     if not isinstance(result, TrainingResult):
         raise TypeError(f"result must be a TrainingResult, got {type(result).__name__}")
-    n, queries = _count(n, "n", 2), _count(queries, "queries")
+    n, queries = _validate.count(n, "n", 2), _validate.count(queries, "queries")
     multiplier = _validate.at_least(multiplier, "multiplier", np.finfo(float).tiny)
-    query_noise = _nonnegative(query_noise, "query_noise")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
+    query_noise = _validate.nonnegative_number(query_noise, "query_noise")
+    seed = _validate.seed(seed)
     if isinstance(measures, str) or not all(isinstance(name, str) for name in measures):
         raise TypeError(f"measures must be a sequence of names from {MEASURES}, got {measures!r}")
     if not measures or any(name not in MEASURES for name in measures):
@@ -802,7 +771,7 @@ def train_at_best_rate(n, d, multipliers, rates, *, search_seed=0, seed=1, queri
     if multipliers.ndim != 1:  # train_attention names the problem; keep the grid well formed first
         raise ValueError(f"multipliers must be one-dimensional, got shape {multipliers.shape}")
     grids = _rate_grids(rates, multipliers.size)
-    queries = _count(queries, "queries")
+    queries = _validate.count(queries, "queries")
     sizes = np.array([grid.size for grid in grids])
     owner = np.repeat(np.arange(multipliers.size), sizes)  # the multiplier of each search model
     search_training = dict(training)
