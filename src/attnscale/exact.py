@@ -226,21 +226,13 @@ class ScoreLaw:
         for attr in ("log_density_z", "to_score", "to_z"):
             if not callable(getattr(self, attr)):
                 raise TypeError(f"{attr} must be callable")
-        try:
-            lo, hi = (float(v) for v in self.z_range)
-        except (TypeError, ValueError):
-            raise TypeError(f"z_range must be two real numbers, got {self.z_range!r}") from None
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-            raise ValueError(f"z_range must be a finite interval (lo < hi), got {self.z_range!r}")
+        lo, hi = _checked_z_range(self.z_range)
         if isinstance(self.panels, bool) or not isinstance(self.panels, (int, np.integer)) or self.panels < 1:
             raise ValueError(f"panels must be a positive integer, got {self.panels!r}")
-        width = (hi - lo) / int(self.panels)
-        # the geometric grading toward each end (empty without graded_ends)
-        inner = width * _END_GRADING if self.graded_ends else np.empty(0)
-        ends = np.concatenate([lo + inner, hi - inner[::-1]])
+        width, ends, edges = _panel_grid(lo, hi, int(self.panels), self.graded_ends)
         object.__setattr__(self, "_panel_width", width)
         object.__setattr__(self, "_end_points", ends)
-        object.__setattr__(self, "_edges", np.unique(np.r_[np.linspace(lo, hi, int(self.panels) + 1), ends]))
+        object.__setattr__(self, "_edges", edges)
         s_lo, s_hi = (float(self.to_score(v)) for v in (lo, hi))
         if not s_lo < s_hi:
             raise ValueError("to_score must be increasing on z_range")
@@ -306,6 +298,30 @@ class ScoreLaw:
             above = self._mass_above(mid) > p
             lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
         return self.to_score(0.5 * (lo + hi))
+
+
+def _checked_z_range(z_range):
+    """``z_range`` of a :class:`ScoreLaw` as two floats ``lo < hi``, both finite."""
+    try:
+        lo, hi = (float(v) for v in z_range)
+    except (TypeError, ValueError):
+        raise TypeError(f"z_range must be two real numbers, got {z_range!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"z_range must be a finite interval (lo < hi), got {z_range!r}")
+    return lo, hi
+
+
+def _panel_grid(lo, hi, panels, graded_ends):
+    """A :class:`ScoreLaw`'s panels on ``[lo, hi]``: their width, the graded end points, all edges.
+
+    ``panels`` equal panels; with ``graded_ends``, the panel next to each end
+    is split geometrically toward it (``_END_GRADING``).
+    """
+    width = (hi - lo) / panels
+    # the geometric grading toward each end (empty without graded_ends)
+    inner = width * _END_GRADING if graded_ends else np.empty(0)
+    ends = np.concatenate([lo + inner, hi - inner[::-1]])
+    return width, ends, np.unique(np.r_[np.linspace(lo, hi, panels + 1), ends])
 
 
 def gaussian_law() -> ScoreLaw:
