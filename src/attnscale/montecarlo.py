@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
+from .intervals import seed_interval
 
 __all__ = [
     "TypicalRowScales",
@@ -207,37 +208,14 @@ def typical_row_scales(
     -------
     TypicalRowScales
     """
-    from scipy import stats
-
-    from .cosine import cosine_alpha_star
-    from .gaussian import gaussian_alpha_star
-
     n = _validate.count(n, "n", 2)
     rows = _validate.count(rows, "rows", 10)
     seeds = _validate.count(seeds, "seeds", 2)
     seed = _validate.count(seed, "seed", 0)
-    if scores == "gaussian":
-        if d is not None:
-            raise ValueError("d is only used with scores='cosine'")
-        star = float(gaussian_alpha_star(n))
-    elif scores == "cosine":
-        if d is None:
-            raise ValueError("d (the head dimension) is required with scores='cosine'")
-        d = float(_validate.dimension(d))
-        star = float(cosine_alpha_star(n, d))
-    else:
-        raise ValueError(f"scores must be 'gaussian' or 'cosine', got {scores!r}")
+    star, d = _mean_field_optimum(n, scores, d)
     if not 0.0 < flat_level < 1.0:
         raise ValueError(f"flat_level must lie in (0, 1), got {flat_level!r}")
-    alphas = (
-        np.geomspace(0.3 * star, 30.0 * star, 64) if alphas is None else _validate.scale(alphas, "alphas")
-    )
-    if alphas.ndim != 1 or alphas.size < 5 or np.any(alphas <= 0):
-        raise ValueError("alphas must be a one-dimensional grid of at least 5 positive scales")
-    ratio = alphas[1:] / alphas[:-1]
-    if not np.allclose(ratio, ratio[0], rtol=1e-9) or ratio[0] <= 1:
-        raise ValueError("alphas must be increasing and log-spaced (np.geomspace)")
-
+    alphas = _log_grid(alphas, star)
     per_seed = {"median": [], "mean_log": [], "per_row": []}
     pooled = []
     for k in range(seeds):
@@ -249,29 +227,65 @@ def typical_row_scales(
         )
         values = sampled_objective(s, alphas)  # (alphas, rows)
         pooled.append(values)
-        floor = alphas[:, None] * 1e-15  # below the objective's absolute rounding error
-        per_seed["median"].append(float(_refined_argmax(alphas, np.median(values, axis=1))))
-        per_seed["mean_log"].append(
-            float(_refined_argmax(alphas, np.mean(np.log(np.maximum(values, floor)), axis=1)))
-        )
-        per_seed["per_row"].append(float(np.median(_refined_argmax(alphas, values))))
-    t = stats.t.ppf(0.975, seeds - 1)
-
-    def summary(v):
-        v = np.asarray(v)
-        return float(v.mean()), float(t * v.std(ddof=1) / np.sqrt(v.size))
-
+        for key, value in _typical_maximizers(alphas, values).items():
+            per_seed[key].append(value)
     curve = np.median(np.concatenate(pooled, axis=1), axis=1)
     inside = np.flatnonzero(curve >= flat_level * curve.max())
     return TypicalRowScales(
-        median=summary(per_seed["median"]),
-        mean_log=summary(per_seed["mean_log"]),
-        per_row=summary(per_seed["per_row"]),
+        median=_mean_and_half(per_seed["median"]),
+        mean_log=_mean_and_half(per_seed["mean_log"]),
+        per_row=_mean_and_half(per_seed["per_row"]),
         flat=(float(alphas[inside[0]]), float(alphas[inside[-1]])),
         per_seed={key: np.asarray(v) for key, v in per_seed.items()},
         alphas=alphas,
         median_curve=curve,
     )
+
+
+def _mean_field_optimum(n, scores, d):
+    """The mean-field optimum for ``n`` keys of the named scores, and the checked ``d`` (or None)."""
+    from .cosine import cosine_alpha_star
+    from .gaussian import gaussian_alpha_star
+
+    if scores == "gaussian":
+        if d is not None:
+            raise ValueError("d is only used with scores='cosine'")
+        return float(gaussian_alpha_star(n)), None
+    if scores == "cosine":
+        if d is None:
+            raise ValueError("d (the head dimension) is required with scores='cosine'")
+        d = float(_validate.dimension(d))
+        return float(cosine_alpha_star(n, d)), d
+    raise ValueError(f"scores must be 'gaussian' or 'cosine', got {scores!r}")
+
+
+def _log_grid(alphas, star):
+    """The checked grid of :func:`typical_row_scales` (64 points from 0.3 to 30 ``star`` if None)."""
+    alphas = (
+        np.geomspace(0.3 * star, 30.0 * star, 64) if alphas is None else _validate.scale(alphas, "alphas")
+    )
+    if alphas.ndim != 1 or alphas.size < 5 or np.any(alphas <= 0):
+        raise ValueError("alphas must be a one-dimensional grid of at least 5 positive scales")
+    ratio = alphas[1:] / alphas[:-1]
+    if not np.allclose(ratio, ratio[0], rtol=1e-9) or ratio[0] <= 1:
+        raise ValueError("alphas must be increasing and log-spaced (np.geomspace)")
+    return alphas
+
+
+def _mean_and_half(values):
+    """Mean over seeds and the half-width of its 95% Student-t interval, as two floats."""
+    mean, half = seed_interval(values)
+    return float(mean), float(half)
+
+
+def _typical_maximizers(alphas, values):
+    """One batch's three typical-row maximizers (:func:`typical_row_scales`); ``values`` is (alphas, rows)."""
+    floor = alphas[:, None] * 1e-15  # below the objective's absolute rounding error
+    return {
+        "median": float(_refined_argmax(alphas, np.median(values, axis=1))),
+        "mean_log": float(_refined_argmax(alphas, np.mean(np.log(np.maximum(values, floor)), axis=1))),
+        "per_row": float(np.median(_refined_argmax(alphas, values))),
+    }
 
 
 def _graded_unit_nodes(smallest=1e-12, ratio=3.0, order=6):
