@@ -44,7 +44,7 @@ from .initialization import (
     uniform_bound,
     xavier_std,
 )
-from .intervals import paired_difference, seed_interval, welch_tolerance
+from .intervals import crossed_interval, paired_difference, seed_interval, welch_tolerance
 from .montecarlo import (
     TypicalRowScales,
     conditional_mean_log_scale,
@@ -119,6 +119,7 @@ __all__ = [
     "cosine_law",
     "cosine_log_mgf",
     "cosine_objective",
+    "crossed_interval",
     "entropy_invariant_scale",
     "entropy_matching_scale",
     "evaluate_attention",

@@ -7,7 +7,9 @@ differ only in their seed, the mean :math:`\bar x` has the interval
 
 :math:`s` the sample standard deviation and :math:`c` the confidence
 level.  For two arms paired by seed (same initial weights, same batches),
-the interval of the difference is that of the per-seed differences.  Two
+the interval of the difference is that of the per-seed differences.  When
+every seed is scored on the same test examples, the examples are a second
+random factor, crossed with the seeds (:func:`crossed_interval`).  Two
 independent estimates, each given as a mean and its interval over its own
 batches, agree when their difference passes Welch's two-sided t test
 (:func:`welch_tolerance`).
@@ -23,7 +25,7 @@ from scipy.special import stdtrit
 
 from . import _validate
 
-__all__ = ["paired_difference", "seed_interval", "welch_tolerance"]
+__all__ = ["crossed_interval", "paired_difference", "seed_interval", "welch_tolerance"]
 
 
 def seed_interval(values, axis=0, level=0.95):
@@ -146,3 +148,81 @@ def welch_tolerance(half_a, seeds_a, half_b, seeds_b, level=1e-3, interval_level
     total = np.hypot(*errors)
     dof = total**4 / sum(e**4 / (k - 1) for e, k in zip(errors, counts, strict=True))
     return float(stdtrit(dof, 1 - level / 2) * total)
+
+
+def crossed_interval(values, level=0.95):
+    r"""Mean of a seeds-by-examples table and its interval, both factors random (crossed).
+
+    Every seed's model is scored on the same test examples, so a table
+    :math:`x_{sw}` (seed :math:`s = 1..S`, example :math:`w = 1..W`) has two
+    sources of sampling error: which seeds were trained and which examples
+    were drawn.  Under the two-way random-effects model
+    :math:`x_{sw} = \mu + a_s + b_w + e_{sw}`, with mean squares
+    :math:`M_S`, :math:`M_W` and :math:`M_E` of the two-way analysis of
+    variance without replication,
+
+    .. math::
+
+       \operatorname{Var}\bar x = \frac{\sigma_a^2}{S} + \frac{\sigma_b^2}{W}
+       + \frac{\sigma_e^2}{SW}, \qquad
+       \widehat{\operatorname{Var}}\,\bar x = \frac{M_S + M_W - M_E}{SW},
+
+    since :math:`E M_S = W\sigma_a^2 + \sigma_e^2`,
+    :math:`E M_W = S\sigma_b^2 + \sigma_e^2`, :math:`E M_E = \sigma_e^2`.
+    The interval is :math:`\bar x \pm t_{\nu}\,\hat s` with
+    Satterthwaite's degrees of freedom
+
+    .. math:: \nu = \frac{(M_S + M_W - M_E)^2}{M_S^2/(S-1) + M_W^2/(W-1) + M_E^2/((S-1)(W-1))}.
+
+    Where the estimate :math:`M_S + M_W - M_E` falls below
+    :math:`\max(M_S, M_W)` (a chance low, possible when one factor has no
+    effect) the larger mean square is used instead, which errs wide.  For
+    two arms paired by seed and scored on the same examples, pass the
+    table of their differences.
+
+    Parameters
+    ----------
+    values : array_like
+        Shape ``(S, W)``, finite, ``S >= 2`` seeds and ``W >= 2`` examples.
+    level : float, optional
+        Confidence level in :math:`(0, 1)`.
+
+    Returns
+    -------
+    mean, half : float
+        The interval is ``mean ± half``.
+
+    See Also
+    --------
+    seed_interval : the seeds alone (the examples held fixed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import crossed_interval
+    >>> table = np.add.outer([0.0, 0.2, 0.4], [0.0, 1.0, 2.0, 3.0])  # seed effect + example effect
+    >>> mean, half = crossed_interval(table)
+    >>> round(float(mean), 3), bool(half > seed_interval(table.mean(axis=1))[1])
+    (1.7, True)
+    """
+    values = _validate.real_array(values, "values")
+    if values.ndim != 2 or min(values.shape) < 2:
+        raise ValueError(f"values must be a (seeds, examples) table with both >= 2, got shape {values.shape}")
+    level = float(_validate.real_array(level, "level"))
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level:g}")
+    seeds, examples = values.shape
+    grand = values.mean()
+    by_seed, by_example = values.mean(axis=1), values.mean(axis=0)
+    m_seed = examples * np.sum((by_seed - grand) ** 2) / (seeds - 1)
+    m_example = seeds * np.sum((by_example - grand) ** 2) / (examples - 1)
+    residual = values - by_seed[:, None] - by_example[None, :] + grand
+    m_error = np.sum(residual**2) / ((seeds - 1) * (examples - 1))
+    combined = max(m_seed + m_example - m_error, m_seed, m_example)
+    if combined == 0.0:
+        return float(grand), 0.0
+    dof = combined**2 / (
+        m_seed**2 / (seeds - 1) + m_example**2 / (examples - 1) + m_error**2 / ((seeds - 1) * (examples - 1))
+    )
+    half = stdtrit(dof, 0.5 + level / 2) * np.sqrt(combined / (seeds * examples))
+    return float(grand), float(half)

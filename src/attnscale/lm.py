@@ -59,12 +59,16 @@ __all__ = [
     "TrainedModel",
     "attention_weights",
     "evaluate",
+    "evaluate_task",
     "forward",
     "init_params",
+    "keys_seen",
     "load_results",
     "logit_scale",
     "loss_fn",
+    "task_loss_fn",
     "train",
+    "train_task",
     "with_config",
 ]
 
@@ -99,9 +103,19 @@ class LMConfig:
         AdamW's peak rate, warm-up steps, and decoupled weight decay (on
         the matrices only).
     vocab : int
-        256 (bytes).
+        256 (bytes); a task's vocabulary size (:mod:`attnscale.tasks`).
     rope_base : float
         RoPE's base :math:`\\theta`.
+    previous_token : bool
+        Add a learned embedding of the previous token to each position's
+        input (a bigram feature; position 0 gets none).  A retrieval head
+        can then match a query key to the pair it opened in one step,
+        instead of first building a previous-token head (the slow phase of
+        an induction head).  Off for the language model.
+    causal : bool
+        ``True``: a decoder (query :math:`i` sees keys :math:`j \\le i`);
+        ``False``: bidirectional (every query sees the whole window, as in
+        a masked language model or GAU).
     """
 
     d_model: int = 128
@@ -120,6 +134,8 @@ class LMConfig:
     weight_decay: float = 0.1
     vocab: int = 256
     rope_base: float = 10000.0
+    causal: bool = True
+    previous_token: bool = False
 
     def __post_init__(self):
         for name in ("d_model", "n_heads", "n_layers", "d_mlp", "train_length", "batch", "steps", "vocab"):
@@ -142,6 +158,9 @@ class LMConfig:
         if not (self.learning_rate > 0 and self.weight_decay >= 0 and self.rope_base > 1):
             raise ValueError("learning_rate must be > 0, weight_decay >= 0 and rope_base > 1")
         _count(self.warmup, "warmup", 0)
+        for name in ("causal", "previous_token"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
     @property
     def head_dim(self) -> int:
@@ -181,12 +200,17 @@ def init_params(config: LMConfig, seed: int):
         if config.scale_rule == "ssmax":
             layer["ssmax_s"] = jnp.full(config.n_heads, 1.0 / math.log(config.train_length))
         layers.append(layer)
-    return {
+    params = {
         "embed": jax.random.normal(next(keys), (config.vocab, d)),
         "layers": layers,
         "final_norm": jnp.ones(d),
         "unembed": dense(d, config.vocab),
     }
+    if config.previous_token:  # its own key, so the other parameters match a model without it
+        params["embed_previous"] = jax.random.normal(
+            jax.random.fold_in(jax.random.key(seed), 1), (config.vocab, d)
+        )
+    return params
 
 
 # -- the two swappable pieces -----------------------------------------------------
@@ -216,18 +240,30 @@ def logit_scale(config: LMConfig, layer, n_keys):
 
 
 def attention_weights(config: LMConfig, logits, sample_length):
-    r"""The normalizer: causal softmax, or GAU's :math:`\operatorname{relu}(z)^2/N`.
+    r"""The normalizer: softmax, or GAU's :math:`\operatorname{relu}(z)^2/N`.
 
-    ``logits`` has shape ``(heads, T, T)``; keys after the query are masked.
-    For ``relu2``, :math:`N` is ``config.relu2_length`` when set (fixed at
-    the pretraining length) and ``sample_length`` otherwise.
+    ``logits`` has shape ``(heads, T, T)``; in a causal model keys after the
+    query are masked.  For ``relu2``, :math:`N` is ``config.relu2_length``
+    when set (fixed at the pretraining length) and ``sample_length``
+    otherwise.
     """
-    t = logits.shape[-1]
-    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
+    visible = _visible(config, logits.shape[-1])
     if config.normalizer == "softmax":
-        return jax.nn.softmax(jnp.where(causal, logits, -jnp.inf), axis=-1)
+        return jax.nn.softmax(jnp.where(visible, logits, -jnp.inf), axis=-1)
     divisor = config.relu2_length if config.relu2_length is not None else sample_length
-    return jnp.where(causal, jax.nn.relu(logits) ** 2, 0.0) / divisor
+    return jnp.where(visible, jax.nn.relu(logits) ** 2, 0.0) / divisor
+
+
+def _visible(config, t):
+    """Which keys each query sees: ``(T, T)`` booleans (all of them when not causal)."""
+    if config.causal:
+        return jnp.tril(jnp.ones((t, t), dtype=bool))
+    return jnp.ones((t, t), dtype=bool)
+
+
+def keys_seen(config: LMConfig, t: int):
+    """How many keys each of the ``t`` queries sees: :math:`i + 1` (causal) or :math:`t`."""
+    return jnp.arange(1, t + 1) if config.causal else jnp.full(t, t)
 
 
 # -- the model ----------------------------------------------------------------------
@@ -248,8 +284,8 @@ def _rope(x, base):
     return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
 
 
-def _attention(config, layer, x, factor):
-    """One multi-head causal attention: output (T, d) and per-head statistics."""
+def _attention(config, layer, x, factor, probe=None, rows=None):
+    """One multi-head attention: output (T, d) and per-head statistics."""
     t = x.shape[0]
     heads, dh = config.n_heads, config.head_dim
     q = (x @ layer["wq"]).reshape(t, heads, dh)
@@ -258,11 +294,11 @@ def _attention(config, layer, x, factor):
     if config.positions == "rope":
         q, k = _rope(q, config.rope_base), _rope(k, config.rope_base)
     dots = jnp.einsum("ihd,jhd->hij", q, k)  # (heads, T, T)
-    scale = logit_scale(config, layer, jnp.arange(1, t + 1)) * factor  # (heads, T)
+    scale = logit_scale(config, layer, keys_seen(config, t)) * factor  # (heads, T)
     logits = dots * scale[:, :, None]
     weights = attention_weights(config, logits, t)
     out = jnp.einsum("hij,jhd->ihd", weights, v).reshape(t, config.d_model)
-    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
+    causal = _visible(config, t)
     safe = jnp.where(causal & (weights > 0), weights, 1.0)
     stats = {
         # Shannon entropy of each row (nats); for relu2 the weights are not a distribution
@@ -274,6 +310,13 @@ def _attention(config, layer, x, factor):
         # the logits of the last query (it sees every key of the window)
         "last_logits": logits[:, -1, :],
     }
+    if probe is not None:
+        # the weight each query puts on the two context positions that hold its answer
+        index = jnp.clip(probe, 0, t - 1)  # (T, 2); -1 (no answer) reads position 0, masked below
+        on_answer = jnp.take_along_axis(weights, jnp.broadcast_to(index[None], (heads, t, 2)), axis=-1)
+        stats["answer_weight"] = jnp.where(probe[None, :, 0] >= 0, on_answer.sum(axis=-1), jnp.nan)
+    if rows is not None:
+        stats["rows"] = logits[:, rows, :]  # (heads, k, T): the logits of chosen queries
     return out @ layer["wo"], stats
 
 
@@ -284,7 +327,7 @@ def _masked_std(values, mask):
     return jnp.sqrt(square / count)
 
 
-def forward(config: LMConfig, params, tokens, factor=None):
+def forward(config: LMConfig, params, tokens, factor=None, probe=None, rows=None, readout=None):
     """Next-byte logits for one window, and the attention statistics of every head.
 
     Parameters
@@ -297,6 +340,16 @@ def forward(config: LMConfig, params, tokens, factor=None):
         Shape ``(n_layers, n_heads, T)``: an extra factor on every head's
         logits at every position (1 by default), e.g. a length rule applied
         to a trained model at evaluation.
+    probe : array of int, optional
+        ``(T, 2)``: for each query, two context positions (a task's
+        ``answer_keys``; -1 for none); adds ``answer_weight``, the weight
+        on them, ``(n_layers, n_heads, T)`` (NaN where there is none).
+    rows : array of int, optional
+        ``(k,)`` query positions whose logits over the keys are returned as
+        ``rows``, ``(n_layers, n_heads, k, T)``.
+    readout : array of int, optional
+        Compute the output logits only at these positions (a task whose
+        loss is read at a few positions saves most of the read-out).
 
     Returns
     -------
@@ -310,13 +363,19 @@ def forward(config: LMConfig, params, tokens, factor=None):
     if factor is None:
         factor = jnp.ones((config.n_layers, config.n_heads, t))
     x = params["embed"][tokens]
+    if config.previous_token:
+        x = x.at[1:].add(params["embed_previous"][tokens[:-1]])
     collected = []
     for index, layer in enumerate(params["layers"]):
-        update, stats = _attention(config, layer, _rms_norm(x, layer["attn_norm"]), factor[index])
+        update, stats = _attention(
+            config, layer, _rms_norm(x, layer["attn_norm"]), factor[index], probe, rows
+        )
         x = x + update
         hidden = jax.nn.gelu(_rms_norm(x, layer["mlp_norm"]) @ layer["w_in"])
         x = x + hidden @ layer["w_out"]
         collected.append(stats)
+    if readout is not None:
+        x = x[readout]
     logits = _rms_norm(x, params["final_norm"]) @ params["unembed"]
     return logits, {key: jnp.stack([s[key] for s in collected]) for key in collected[0]}
 
@@ -332,6 +391,32 @@ def _token_losses(config, params, windows, factor=None):
 def loss_fn(config: LMConfig, params, windows):
     """Mean next-byte cross-entropy (nats per byte) over a batch of windows ``(B, T + 1)``."""
     return jnp.mean(_token_losses(config, params, windows)[0])
+
+
+def _task_losses(config, params, inputs, targets, factor=None, probe=None, rows=None):
+    """Cross-entropy at every position ``(B, T)``, whether the argmax is right, and statistics."""
+    if probe is None:
+        logits, stats = jax.vmap(lambda x: forward(config, params, x, factor, None, rows))(inputs)
+    else:
+        logits, stats = jax.vmap(lambda x, p: forward(config, params, x, factor, p, rows))(inputs, probe)
+    log_probs = jax.nn.log_softmax(logits, axis=-1)
+    losses = -jnp.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+    return losses, jnp.argmax(logits, axis=-1) == targets, stats
+
+
+def task_loss_fn(config: LMConfig, params, inputs, targets, weights, readout=None):
+    """Cross-entropy (nats per token) averaged over the scored positions of a task batch.
+
+    ``readout`` (optional): the positions where every example is scored;
+    the output logits are then computed there only (the same loss).
+    """
+    if readout is None:
+        losses = _task_losses(config, params, inputs, targets)[0]
+        return jnp.sum(losses * weights) / jnp.sum(weights)
+    logits, _ = jax.vmap(lambda x: forward(config, params, x, readout=readout))(inputs)
+    log_probs = jax.nn.log_softmax(logits, axis=-1)
+    picked = -jnp.take_along_axis(log_probs, targets[:, readout, None], axis=-1)[..., 0]
+    return jnp.mean(picked)
 
 
 # -- training -----------------------------------------------------------------------
@@ -446,7 +531,139 @@ def train(
     return TrainedModel(config, jax.tree.map(np.asarray, params), seed, losses, seconds)
 
 
+def train_task(
+    config: LMConfig, batches, seed: int, steps: int | None = None, progress=None, init=None
+) -> TrainedModel:
+    """Train a model on a task (:mod:`attnscale.tasks`): loss on the scored positions only.
+
+    As :func:`train`, but the batches come from ``batches(step)``, a
+    function of the step that returns a :class:`attnscale.tasks.TaskBatch`
+    of ``config.batch`` examples of ``config.train_length`` tokens (seed it
+    from the step, so that paired arms see the same examples).  The loss
+    logged at each step is the mean cross-entropy over the scored positions.
+    """
+    if not isinstance(config, LMConfig):
+        raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+    if not callable(batches):
+        raise TypeError(f"batches must be a function of the step, got {type(batches).__name__}")
+    total = config.steps if steps is None else _count(steps, "steps")
+    if total > config.steps:
+        raise ValueError(f"steps must be at most config.steps = {config.steps}, got {total}")
+    params = init_params(config, seed) if init is None else jax.tree.map(jnp.asarray, init)
+    moments = (jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params))
+
+    first = batches(0).weights > 0
+    # a task scored at the same positions in every example reads out only there
+    readout = jnp.asarray(np.nonzero(first[0])[0]) if np.all(first == first[0]) else None
+
+    @jax.jit
+    def step_fn(params, moments, inputs, targets, weights, step):
+        def loss(p):
+            return task_loss_fn(config, p, inputs, targets, weights, readout)
+
+        value, grads = jax.value_and_grad(loss)(params)
+        params, moments = _adamw(config, params, grads, moments, step)
+        return params, moments, value
+
+    losses = np.empty(total)
+    begin = time.perf_counter()
+    for step in range(total):
+        batch = batches(step)
+        if batch.inputs.shape != (config.batch, config.train_length):
+            raise ValueError(
+                f"batches({step}) gave inputs of shape {batch.inputs.shape}, "
+                f"expected {(config.batch, config.train_length)}"
+            )
+        if readout is not None and not np.all((batch.weights > 0) == first[0]):
+            raise ValueError(f"batches({step}) scores other positions than batches(0)")
+        params, moments, loss = step_fn(params, moments, batch.inputs, batch.targets, batch.weights, step)
+        losses[step] = float(loss)
+        if progress is not None:
+            progress(step, losses[step])
+    seconds = time.perf_counter() - begin
+    return TrainedModel(config, jax.tree.map(np.asarray, params), seed, losses, seconds)
+
+
 # -- evaluation ---------------------------------------------------------------------
+
+
+def evaluate_task(
+    model: TrainedModel, batch, factor=None, chunk: int = 8, config: LMConfig | None = None, rows=None
+) -> dict:
+    """A task's accuracy and loss at its scored positions, and the heads' statistics there.
+
+    Parameters
+    ----------
+    model : TrainedModel
+    batch : attnscale.tasks.TaskBatch
+    factor : array_like, optional
+        ``(n_layers, n_heads, T)`` factor on the logits (1 by default).
+    chunk : int, optional
+        Examples per compiled call.
+    config : LMConfig, optional
+        Evaluate under another configuration (e.g. another RoPE base).
+    rows : array of int, optional
+        Query positions whose logit rows are returned.
+
+    Returns
+    -------
+    dict
+        ``correct`` ``(B, k)`` booleans and ``loss`` ``(B, k)`` at the ``k``
+        scored positions of each example (every example of a task has the
+        same number); ``answer_weight``, ``entropy``, ``max_weight``:
+        ``(B, n_layers, n_heads, k)`` there; ``rows``: ``(B, n_layers,
+        n_heads, len(rows), T)`` when asked.
+    """
+    config = model.config if config is None else config
+    length = batch.inputs.shape[1]
+    if factor is None:
+        factor = np.ones((config.n_layers, config.n_heads, length), dtype=np.float32)
+    factor = np.asarray(factor, dtype=np.float32)
+    if factor.shape != (config.n_layers, config.n_heads, length):
+        raise ValueError(
+            f"factor must have shape {(config.n_layers, config.n_heads, length)}, got {factor.shape}"
+        )
+    if not np.all(np.isfinite(factor) & (factor > 0)):
+        raise ValueError("factor must be finite and > 0")
+    scored = batch.weights > 0
+    per_example = scored.sum(axis=1)
+    if per_example.min() != per_example.max() or per_example.min() == 0:
+        raise ValueError("every example of batch must have the same, positive number of scored positions")
+    chunk = _count(chunk, "chunk")
+    key = (config, None if rows is None else tuple(int(r) for r in rows))
+    if key not in _TASK_EVALUATORS:
+        rows_array = None if rows is None else jnp.asarray(np.asarray(rows, dtype=np.int32))
+        _TASK_EVALUATORS[key] = jax.jit(
+            lambda p, x, y, f, probe: _task_losses(config, p, x, y, f, probe, rows_array)
+        )
+    run = _TASK_EVALUATORS[key]
+    params = jax.tree.map(jnp.asarray, model.params)
+    parts: dict = {}
+    for start in range(0, len(batch.inputs), chunk):
+        stop = start + chunk
+        losses, right, stats = run(
+            params,
+            jnp.asarray(batch.inputs[start:stop]),
+            jnp.asarray(batch.targets[start:stop]),
+            jnp.asarray(factor),
+            jnp.asarray(batch.answer_keys[start:stop]),
+        )
+        # the scored positions of each example, (b, k)
+        where = np.nonzero(scored[start:stop])[1].reshape(-1, int(per_example[0]))
+        piece = {
+            "loss": np.take_along_axis(np.asarray(losses), where, axis=1),
+            "correct": np.take_along_axis(np.asarray(right), where, axis=1),
+        }
+        for name in ("answer_weight", "entropy", "max_weight"):  # (b, layers, heads, T) -> (..., k)
+            piece[name] = np.take_along_axis(np.asarray(stats[name]), where[:, None, None, :], axis=-1)
+        if rows is not None:
+            piece["rows"] = np.asarray(stats["rows"])
+        for name, value in piece.items():
+            parts.setdefault(name, []).append(value)
+    return {name: np.concatenate(values) for name, values in parts.items()}
+
+
+_TASK_EVALUATORS: dict = {}
 
 
 def evaluate(model: TrainedModel, windows, factor=None, batch: int = 8, config: LMConfig | None = None):

@@ -1,0 +1,210 @@
+r"""Reading the retrieval sweep: accuracy with two-way intervals, oracle factors, length laws.
+
+Chapter *Retrieval past the training length*.  The sweep
+(``experiments/retrieval.py``) scores every seed's model on the same test
+windows, so each number the chapter reports is the mean of a seeds-by-windows
+table with both factors random (:func:`attnscale.crossed_interval`).  The
+*oracle factor* :math:`\lambda^*(n)` of a trained model at length :math:`n`
+is the factor on its logits that minimizes the held-out loss; the sweep
+evaluates a grid of factors, and :func:`oracle_factor` refines the grid's
+best point by a parabola in :math:`\log\lambda`.  :func:`fit_length_law`
+fits the laws that the length rules assume to the oracle factors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate
+from .intervals import crossed_interval
+
+__all__ = [
+    "LENGTH_LAWS",
+    "LawFit",
+    "arm_table",
+    "fit_length_law",
+    "oracle_factor",
+    "paired_table",
+    "select_runs",
+]
+
+
+def select_runs(runs, task, positions, rule):
+    """The runs of one arm, sorted by seed (the pairing of arms is by seed)."""
+    chosen = [r for r in runs if r["task"] == task and r["positions"] == positions and r["rule"] == rule]
+    if not chosen:
+        raise ValueError(f"no runs of task {task!r} with positions {positions!r} and rule {rule!r}")
+    return sorted(chosen, key=lambda r: r["seed"])
+
+
+def _table(runs, arm, length, field):
+    rows = [r["eval"][arm][str(length)][field] for r in runs]
+    if len({len(row) for row in rows}) != 1:
+        raise ValueError(f"the runs of arm {arm!r} were scored on different windows at {length}")
+    return np.asarray(rows, dtype=float)
+
+
+def arm_table(runs, arm, lengths, field="acc_by_window", level=0.95):
+    """Mean and two-way (seed x window) half-width of ``field`` for one arm at each length.
+
+    Parameters
+    ----------
+    runs : list of dict
+        One arm's runs (:func:`select_runs`), at least two seeds.
+    arm : str
+        An evaluation of the runs, e.g. ``"trained:plain"`` or ``"qwen_logn:ntk"``.
+    lengths : sequence of int
+    field : str, optional
+        ``"acc_by_window"``, ``"loss_by_window"`` or ``"exact_by_window"``.
+    level : float, optional
+
+    Returns
+    -------
+    mean, half : numpy.ndarray
+        One entry per length.
+    """
+    pairs = [crossed_interval(_table(runs, arm, n, field), level) for n in lengths]
+    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+
+def paired_table(runs_a, arm_a, runs_b, arm_b, lengths, field="acc_by_window", level=0.95):
+    """Mean and two-way half-width of ``a - b`` at each length (arms paired by seed and window).
+
+    As :func:`arm_table`, for the difference of two arms whose runs share
+    seeds (the same initial weights and batches) and test windows.
+    """
+    seeds_a, seeds_b = [r["seed"] for r in runs_a], [r["seed"] for r in runs_b]
+    if seeds_a != seeds_b:
+        raise ValueError(f"the arms must be paired by seed, got seeds {seeds_a} and {seeds_b}")
+    pairs = [
+        crossed_interval(_table(runs_a, arm_a, n, field) - _table(runs_b, arm_b, n, field), level)
+        for n in lengths
+    ]
+    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+
+def oracle_factor(factors, losses):
+    r"""The factor that minimizes a loss sampled on a grid, refined by a parabola in :math:`\log\lambda`.
+
+    With the grid's best point :math:`\lambda_k` and its neighbours on a
+    grid uniform in :math:`u = \log\lambda` (spacing :math:`h`), the
+    parabola through the three points has its minimum at
+
+    .. math:: u^* = u_k + \frac{h}{2}\,\frac{\ell_{k-1} - \ell_{k+1}}{\ell_{k-1} - 2\ell_k + \ell_{k+1}} .
+
+    At an end of the grid (or where the three points are not convex) the
+    grid's best point is returned as it is.
+
+    Parameters
+    ----------
+    factors : array_like
+        Increasing, positive, uniform in :math:`\log`; at least three.
+    losses : array_like
+        Finite, the same length.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> grid = 2.0 ** np.linspace(-1, 2, 13)
+    >>> round(oracle_factor(grid, (np.log(grid) - np.log(1.7)) ** 2), 6)
+    1.7
+    """
+    factors = _validate.at_least(factors, "factors", np.finfo(float).tiny)
+    losses = _validate.real_array(losses, "losses")
+    if factors.ndim != 1 or factors.size < 3 or losses.shape != factors.shape:
+        raise ValueError("factors and losses must be 1-d arrays of the same length, at least 3")
+    u = np.log(factors)
+    steps = np.diff(u)
+    if np.any(steps <= 0) or not np.allclose(steps, steps[0], rtol=1e-3):
+        raise ValueError("factors must increase uniformly in log")
+    k = int(np.argmin(losses))
+    if k in (0, factors.size - 1):
+        return float(factors[k])
+    left, mid, right = losses[k - 1], losses[k], losses[k + 1]
+    curvature = left - 2 * mid + right
+    if curvature <= 0:
+        return float(factors[k])
+    return float(np.exp(u[k] + 0.5 * steps[0] * (left - right) / curvature))
+
+
+#: The laws the length rules assume, each with one shape parameter c and
+#: equal to 1 at n = L: lambda(n) = law(c, log(n / L)).
+LENGTH_LAWS = {
+    "constant": lambda c, x: np.full_like(x, c, dtype=float),
+    "log n": lambda c, x: 1.0 + c * x,
+    "sqrt(log n)": lambda c, x: np.sqrt(np.maximum(1.0 + c * x, 0.0)),
+    "power of n": lambda c, x: np.exp(c * x),
+}
+
+
+@dataclass(frozen=True)
+class LawFit:
+    """A least-squares fit of one length law to oracle factors.
+
+    Attributes
+    ----------
+    law : str
+        A key of :data:`LENGTH_LAWS`.
+    parameter : float
+        The fitted :math:`c`.
+    rms : float
+        Root-mean-square residual of the fit (in factor units).
+    """
+
+    law: str
+    parameter: float
+    rms: float
+
+
+def fit_length_law(lengths, factors, train_length, law):
+    """Fit one of :data:`LENGTH_LAWS` to oracle factors measured at ``lengths``.
+
+    Parameters
+    ----------
+    lengths : array_like
+        Window lengths :math:`n > L` (any shape; broadcast with ``factors``).
+    factors : array_like
+        The oracle factors there (e.g. one row per seed).
+    train_length : int
+        :math:`L`.
+    law : str
+        ``"constant"``, ``"log n"``, ``"sqrt(log n)"`` or ``"power of n"``.
+
+    Returns
+    -------
+    LawFit
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> n = np.array([128, 256, 512, 1024])
+    >>> fit = fit_length_law(n, np.log(n) / np.log(64), 64, "log n")
+    >>> round(float(fit.parameter * np.log(64)), 6), fit.rms < 1e-9
+    (1.0, True)
+    """
+    from scipy.optimize import minimize_scalar
+
+    if law not in LENGTH_LAWS:
+        raise ValueError(f"law must be one of {tuple(LENGTH_LAWS)}, got {law!r}")
+    lengths = _validate.at_least(lengths, "lengths", 1.0)
+    factors = _validate.at_least(factors, "factors", np.finfo(float).tiny)
+    train_length = _validate.count(train_length, "train_length")
+    x, y = np.broadcast_arrays(np.log(lengths / train_length), factors)
+    x, y = x.ravel(), y.ravel()
+    curve = LENGTH_LAWS[law]
+    if law == "constant":
+        c = float(y.mean())
+    elif law == "log n":
+        c = float(np.sum(x * (y - 1.0)) / np.sum(x * x))
+    else:
+        result = minimize_scalar(
+            lambda c: np.sum((curve(c, x) - y) ** 2), bounds=(-5.0, 5.0), method="bounded"
+        )
+        c = float(result.x)
+    return LawFit(law, c, float(np.sqrt(np.mean((curve(c, x) - y) ** 2))))
