@@ -331,10 +331,8 @@ def conditional_objective(alphas, n, rows, rng, *, scores="gaussian", d=None, lo
         Sampled rows, ``>= 1``.
     rng : numpy.random.Generator
         The source of randomness.
-    scores : {"gaussian", "cosine"}
-        Standard normal scores, or cosines in dimension ``d``.
-    d : float, optional
-        Dimension, required with ``scores="cosine"``.
+    scores, d
+        As in :func:`typical_row_scales`.
     log : bool
         Integrate :math:`\log\alpha(1 - \sum_i p_i^2)` instead (for the
         geometric-mean criterion of a typical row).

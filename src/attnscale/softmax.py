@@ -217,10 +217,8 @@ def gradient_l1(s, alpha=1.0):
 
     Parameters
     ----------
-    s : array_like
-        Scores of shape ``(..., n)``; finite and not empty.
-    alpha : float or array_like, optional
-        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+    s, alpha
+        As in :func:`softmax_jacobian`.
 
     Returns
     -------
@@ -275,10 +273,8 @@ def gradient_objective(s, alpha=1.0):
 
     Parameters
     ----------
-    s : array_like
-        Scores of shape ``(..., n)``; finite and not empty.
-    alpha : float or array_like, optional
-        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+    s, alpha
+        As in :func:`softmax_jacobian`.
 
     Returns
     -------
@@ -316,10 +312,8 @@ def gradient_frobenius(s, alpha=1.0):
 
     Parameters
     ----------
-    s : array_like
-        Scores of shape ``(..., n)``; finite and not empty.
-    alpha : float or array_like, optional
-        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+    s, alpha
+        As in :func:`softmax_jacobian`.
 
     Returns
     -------

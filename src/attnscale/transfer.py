@@ -152,12 +152,8 @@ def fit_attention_parameter(kind, scores, values, train_length=512):
 
     Parameters
     ----------
-    kind : str
-        One of :data:`ATTENTIONS`.
-    scores, values : array_like
-        Shape ``(samples, n)``, from :func:`retrieval_task`.
-    train_length : float, optional
-        :math:`L` in the module's definitions.
+    kind, scores, values, train_length
+        As in :func:`retrieval_error`.
 
     Returns
     -------
