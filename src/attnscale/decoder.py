@@ -48,6 +48,16 @@ def gradient_fraction(alpha, n, d=None):
         where the mean-field objective is (:math:`\alpha^2 > \log n` for
         Gaussian scores), which the exact objective never is: there the
         approximation has failed, see the chapter.
+
+    See Also
+    --------
+    best_causal_scale : the fixed scale that keeps the most of it over positions.
+
+    Examples
+    --------
+    >>> from attnscale import gaussian_alpha_star, gradient_fraction
+    >>> float(gradient_fraction(gaussian_alpha_star(512), 512))
+    1.0
     """
     alpha = _validate.scale(alpha)
     n = _validate.key_count(n)
@@ -237,6 +247,17 @@ def best_causal_scale(max_length, d=None):
     ValueError
         If ``max_length < 2``, ``d`` is not a single number ``>= 2``, or (cosine
         scores) the optimum :math:`\alpha^*(L, d)` exceeds :math:`10^{300}`.
+
+    See Also
+    --------
+    gradient_fraction : the share kept at one position.
+
+    Examples
+    --------
+    >>> from attnscale import best_causal_scale
+    >>> alpha, n_equivalent, mean_share = best_causal_scale(2048)
+    >>> round(alpha, 3), round(mean_share, 3)
+    (1.996, 0.925)
     """
     max_length = _validate.count(max_length, "max_length", 2)
     if max_length > 10**308:

@@ -97,6 +97,11 @@ def sampled_objective(scores, alphas):
     numpy.ndarray
         Shape ``(len(alphas), samples)``.
 
+    See Also
+    --------
+    expected_gradient : the exact expectation it estimates.
+    sample_gaussian_scores, sample_cosine_scores : scores to pass it.
+
     Notes
     -----
     Computed from the unnormalized weights :math:`e^{\alpha(s_i - \max s)}`,
@@ -207,6 +212,18 @@ def typical_row_scales(
     Returns
     -------
     TypicalRowScales
+
+    See Also
+    --------
+    conditional_mean_log_scale : the ``mean_log`` criterion with less noise.
+    gaussian_alpha_star, cosine_alpha_star : the mean-field optimum the default grid is centred on.
+
+    Examples
+    --------
+    >>> from attnscale import typical_row_scales
+    >>> result = typical_row_scales(64, rows=20, seeds=2)
+    >>> len(result.per_seed["median"])  # one maximizer per batch
+    2
     """
     n = _validate.count(n, "n", 2)
     rows = _validate.count(rows, "rows", 10)

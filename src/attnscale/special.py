@@ -264,12 +264,24 @@ def cosine_log_mgf_parts(alpha, d):
         where :math:`\mathbb{E}_\alpha` is the mean under the density tilted
         by :math:`e^{\alpha s}`.
 
+    See Also
+    --------
+    attnscale.cosine_log_mgf : :math:`L` itself.
+    attnscale.cosine_objective : the objective built from these parts.
+
     Notes
     -----
     For large :math:`\alpha`, :math:`M \approx -\frac{d-1}{2}\log\alpha` and
     :math:`c \approx \frac{d-1}{2\alpha}`; both are returned to full relative
     accuracy there, where :math:`L` and :math:`1 - c` are dominated by
     :math:`\alpha` and 1.
+
+    Examples
+    --------
+    >>> from attnscale.special import cosine_log_mgf_parts
+    >>> minus_alpha, complement = cosine_log_mgf_parts(0.0, 64)
+    >>> float(minus_alpha), float(complement)  # g(0) = 1 and E[s] = 0
+    (0.0, 1.0)
     """
     alpha = _validate.scale(alpha)
     d = _validate.dimension(d)
@@ -296,11 +308,25 @@ def log_hyp0f1(b, x):
         :math:`x`), with relative accuracy near 1e-13 also when the value is
         tiny (:math:`x \ll b`).
 
+    See Also
+    --------
+    attnscale.cosine_log_mgf : :math:`\log {}_0F_1(;d/2;\alpha^2/4)`, the log MGF of a cosine score.
+
     Notes
     -----
     ``scipy.special.hyp0f1`` overflows for :math:`x` beyond about 1.3e5
     (:math:`b = 1`) and loses the relative accuracy of small logarithms; this
     function does neither.  See the module notes for the method.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.special import hyp0f1
+    >>> from attnscale.special import log_hyp0f1
+    >>> bool(np.isclose(log_hyp0f1(2.5, 3.0), np.log(hyp0f1(2.5, 3.0)), rtol=1e-13))
+    True
+    >>> bool(np.isfinite(log_hyp0f1(1.0, 1e6)))  # where hyp0f1 overflows
+    True
     """
     b = _validate.at_least(b, "b", 1.0)
     x = _validate.at_least(x, "x", 0.0)

@@ -520,6 +520,18 @@ def train_attention(
     Returns
     -------
     TrainingResult
+
+    See Also
+    --------
+    evaluate_attention : the trained models at any number of keys.
+    train_at_best_rate : the same with a tuned learning rate per multiplier.
+
+    Examples
+    --------
+    >>> from attnscale import train_attention
+    >>> result = train_attention(16, 8, [0.5, 1.0, 2.0], replicas=2, steps=3)
+    >>> result.losses.shape  # (replicas, scales, steps)
+    (2, 3, 3)
     """
     n, m = _validate.count(n, "n", 2), _validate.count(m, "m")
     replicas, steps, batch = (
@@ -722,6 +734,17 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
         ``"accuracy"`` (the fraction of queries whose target holds more than
         half of the weight), ``"entropy"`` (mean Shannon entropy of the
         attention row, nats) and ``"target_weight"`` (mean :math:`p_t`).
+
+    See Also
+    --------
+    train_attention : the models it evaluates.
+
+    Examples
+    --------
+    >>> from attnscale import evaluate_attention, train_attention
+    >>> result = train_attention(16, 8, [1.0], replicas=2, steps=3)
+    >>> sorted(evaluate_attention(result, 64, queries=8))
+    ['accuracy', 'entropy', 'loss', 'target_weight']
     """
     if not isinstance(result, TrainingResult):
         raise TypeError(f"result must be a TrainingResult, got {type(result).__name__}")
