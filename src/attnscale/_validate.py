@@ -1,8 +1,10 @@
 """Argument checks shared by every public function of :mod:`attnscale`.
 
-Each check converts its argument to a float64 NumPy array and raises a
-:class:`TypeError` (not a number) or :class:`ValueError` (a number outside
-the domain) whose message names the argument and the allowed range.  The
+Each check raises a :class:`TypeError` (the wrong kind of value) or a
+:class:`ValueError` (a value outside the domain) whose message names the
+argument and the allowed range.  The array checks return a float64 NumPy
+array; :func:`count` and :func:`seed` a Python ``int``, :func:`choice` the
+string, :func:`positive_number` and :func:`nonnegative_number` a ``float``.  The
 numerical code behind the checks can then assume clean input and never
 returns a silent NaN.
 """
@@ -13,9 +15,13 @@ import numpy as np
 
 __all__ = [
     "at_least",
+    "choice",
     "count",
     "dimension",
+    "generator",
     "key_count",
+    "nonnegative_number",
+    "positive_number",
     "real_array",
     "scale",
     "scores",
@@ -95,3 +101,42 @@ def seed(value, name: str = "seed") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise TypeError(f"{name} must be a non-negative integer, got {value!r}")
     return int(value)
+
+
+def choice(value, name: str, allowed) -> str:
+    """One of the strings ``allowed`` (a :class:`TypeError` for a non-string)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {allowed}, got {type(value).__name__}")
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def _single_number(value, name: str) -> np.ndarray:
+    array = real_array(value, name)
+    if array.ndim != 0:
+        raise ValueError(f"{name} must be a single number, got shape {array.shape}")
+    return array
+
+
+def positive_number(value, name: str) -> float:
+    """A single finite number ``> 0``, returned as a Python ``float``."""
+    array = _single_number(value, name)
+    if not array > 0:
+        raise ValueError(f"{name} must be > 0, got {float(array):g}")
+    return float(array)
+
+
+def nonnegative_number(value, name: str) -> float:
+    """A single finite number ``>= 0``, returned as a Python ``float``."""
+    array = _single_number(value, name)
+    if not array >= 0:
+        raise ValueError(f"{name} must be >= 0, got {float(array):g}")
+    return float(array)
+
+
+def generator(rng, name: str = "rng") -> np.random.Generator:
+    """A :class:`numpy.random.Generator` (seed it for reproducible numbers)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name} must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _validate
 from .cosine import cosine_alpha_star
 from .decoder import gradient_fraction
 from .formatting import format_number
@@ -164,8 +165,7 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
         ("candidates", candidates, 2),
         ("d_embed", d_embed, 2),
     ):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        _validate.count(value, name, low)
     tuned_n = "$ and $".join(str(k) for k in TUNED_LENGTHS)
     cos_star = float(cosine_alpha_star(n, d))
     pairs = float(cosine_alpha_star(candidates, d_embed))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .montecarlo import _count
+from . import _validate
 
 __all__ = ["SPLIT_PERIOD", "SYMPY_CORPUS", "Corpus", "batch_windows", "sympy_corpus", "window_starts"]
 
@@ -156,11 +156,10 @@ def window_starts(size, length, count, seed):
     numpy.ndarray
         Integer offsets in ``[0, size - length - 1]``, of shape ``count``.
     """
-    size, length = _count(size, "size", 2), _count(length, "length")
+    size, length = _validate.count(size, "size", 2), _validate.count(length, "length")
     if size <= length + 1:
         raise ValueError(f"size must exceed length + 1 = {length + 1}, got {size}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = _validate.seed(seed)
     return np.random.default_rng(seed).integers(0, size - length, size=count)
 
 
@@ -182,7 +181,7 @@ def batch_windows(text, starts, length):
         ``int32`` array of shape ``S + (length + 1,)``: ``[..., :-1]`` are the
         inputs, ``[..., 1:]`` the targets.
     """
-    length = _count(length, "length")
+    length = _validate.count(length, "length")
     starts = np.asarray(starts)
     if starts.dtype.kind not in "iu":
         raise TypeError(f"starts must be integers, got dtype {starts.dtype}")

@@ -51,6 +51,17 @@ def cosine_density(s, d):
         The density; at :math:`s = \pm 1` its limit: ``inf`` for :math:`d < 3`,
         :math:`1/2` for :math:`d = 3` and 0 for :math:`d > 3`.  Computed in log
         space, so it does not overflow for :math:`d` up to :math:`10^6`.
+
+    See Also
+    --------
+    cosine_law : the same law, for the exact expectations.
+    sample_cosine_scores : samples from it.
+
+    Examples
+    --------
+    >>> from attnscale import cosine_density
+    >>> round(float(cosine_density(1.0, 3)), 12)  # uniform on [-1, 1] for d = 3
+    0.5
     """
     s = _validate.real_array(s, "s")
     if np.any(np.abs(s) > 1):
@@ -128,6 +139,17 @@ def cosine_objective(alpha, n, d):
         logarithms are close to :math:`\alpha` and :math:`2\alpha`.  Far
         beyond the maximizer the exact value can be below :math:`-1.8 \times 10^{308}`;
         it is then returned as ``-inf``, the correctly rounded float64 result.
+
+    See Also
+    --------
+    cosine_alpha_star : its maximizer.
+    gaussian_objective : the same for standard normal scores.
+
+    Examples
+    --------
+    >>> from attnscale import cosine_objective
+    >>> round(float(cosine_objective(1.0, 64, 64)), 4)
+    0.9841
     """
     alpha = _validate.scale(alpha)
     n = _validate.key_count(n)
@@ -206,6 +228,18 @@ def cosine_alpha_star(n, d):
     ------
     ValueError
         If :math:`\alpha^*` exceeds :math:`10^{300}` (huge :math:`n` at small :math:`d`).
+
+    See Also
+    --------
+    cosine_objective : the objective it maximizes.
+    cosine_alpha_star_large_d : its expansion for large :math:`d`.
+    gaussian_alpha_star : the same for standard normal scores.
+
+    Examples
+    --------
+    >>> from attnscale import cosine_alpha_star
+    >>> round(float(cosine_alpha_star(64, 64)), 4)
+    13.4244
     """
     n = _validate.key_count(n)
     d = _validate.dimension(d)

@@ -48,6 +48,16 @@ def gradient_fraction(alpha, n, d=None):
         where the mean-field objective is (:math:`\alpha^2 > \log n` for
         Gaussian scores), which the exact objective never is: there the
         approximation has failed, see the chapter.
+
+    See Also
+    --------
+    best_causal_scale : the fixed scale that keeps the most of it over positions.
+
+    Examples
+    --------
+    >>> from attnscale import gaussian_alpha_star, gradient_fraction
+    >>> float(gradient_fraction(gaussian_alpha_star(512), 512))
+    1.0
     """
     alpha = _validate.scale(alpha)
     n = _validate.key_count(n)
@@ -73,10 +83,7 @@ class _Shares:
 
     with :math:`\rho'` from central differences at the two ends; the next
     term, :math:`\tfrac{7}{5760}\rho'''`, is of order :math:`N_0^{-3}` and is
-    left out.  The integral is taken in :math:`u = \log x` by Gauss-Legendre
-    panels of width ``_PANEL_WIDTH``; only the panel holding :math:`m - 1/2`
-    depends on :math:`\alpha`.  The best objective :math:`f(\alpha^*(x), x)`
-    is computed once per fixed node.
+    left out.  The integral is taken on the nodes of :class:`_Tail`.
     """
 
     def __init__(self, max_length, d):
@@ -90,14 +97,7 @@ class _Shares:
         if self.has_tail:
             self.end = (self.length + 0.5) * self.step
             self.top_end = self._top(self.end)
-            lo, hi = np.log(EXACT_POSITIONS + 0.5), np.log(self.length + 0.5)
-            panels = max(1, int(np.ceil((hi - lo) / _PANEL_WIDTH)))
-            self.edges = np.linspace(lo, hi, panels + 1)
-            self.edges[-1] = hi
-            self.gl_x, self.gl_w = np.polynomial.legendre.leggauss(_PANEL_NODES)
-            self.u, self.w = self._panel_nodes(self.edges[:-1], self.edges[1:])
-            self.top_tail = self._top(np.exp(self.u))
-            self.top_start = self._top((EXACT_POSITIONS + 0.5) * self.step)
+            self.tail = _Tail(self.length, self._top, self.step)
 
     def _star(self, n):
         return gaussian_alpha_star(n) if self.d is None else cosine_alpha_star(n, self.d)
@@ -107,13 +107,6 @@ class _Shares:
 
     def _top(self, n):
         return self._objective(self._star(n), n)
-
-    def _panel_nodes(self, a, b):
-        """Nodes (in u) and weights (for dx = e^u du) of Gauss-Legendre on the panels [a, b]."""
-        half, mid = 0.5 * (b - a), 0.5 * (b + a)
-        u = mid[:, None] + half[:, None] * self.gl_x[None, :]
-        w = half[:, None] * self.gl_w[None, :] * np.exp(u)
-        return u.ravel(), w.ravel()
 
     def _zero(self, alpha):
         """log x_0: where the mean-field objective at alpha changes sign (positive beyond)."""
@@ -136,20 +129,7 @@ class _Shares:
             rho = self._objective(alpha, positions) / top_exact if positions.size else np.zeros(0)
             return float(np.sum(np.maximum(rho, 0.0)))
         start_x = (first - 0.5) * self.step
-        if first == EXACT_POSITIONS + 1.0:
-            u, w, top = self.u, self.w, self.top_tail
-            top_start = self.top_start
-        else:  # the panel holding log(m - 1/2) starts there; the panels below it drop out
-            start = np.log(first - 0.5)
-            k = int(np.searchsorted(self.edges, start, side="right")) - 1
-            k = min(max(k, 0), len(self.edges) - 2)
-            keep = slice((k + 1) * _PANEL_NODES, None)
-            u_k, w_k = self._panel_nodes(np.array([start]), np.array([self.edges[k + 1]]))
-            fresh = self._top(np.concatenate([np.exp(u_k), start_x]))
-            u = np.concatenate([u_k, self.u[keep]])
-            w = np.concatenate([w_k, self.w[keep]])
-            top = np.concatenate([fresh[:-2], self.top_tail[keep]])
-            top_start = fresh[-2:]
+        u, w, top, top_start = self.tail.from_position(first, start_x)
         x = np.concatenate([positions, np.exp(u), start_x, self.end])
         rho = self._objective(alpha, x) / np.concatenate([top_exact, top, top_start, self.top_end])
         p, q = positions.size, positions.size + u.size
@@ -170,6 +150,57 @@ class _Shares:
             return float(np.exp(alpha * alpha) * (1.0 + 2.0 * alpha * alpha))
         log_ratio, slope = _log_ratio_and_slope(np.asarray(alpha, dtype=float), self.d / 2.0 - 1.0)
         return float(np.exp(log_ratio + np.log1p(slope)))
+
+
+class _Tail:
+    r"""Gauss-Legendre nodes of the tail integral of :class:`_Shares`, in :math:`u = \log x`.
+
+    Panels of width ``_PANEL_WIDTH`` (``_PANEL_NODES`` nodes each) cover
+    :math:`[\log(N_0 + 1/2), \log(L + 1/2)]`; only the panel holding
+    :math:`m - 1/2` depends on :math:`\alpha`.  The best objective ``top``
+    (:math:`f(\alpha^*(x), x)`) is computed once per fixed node, and at the
+    two points ``(N_0 + 1/2) * step`` of the central difference at the start.
+    """
+
+    def __init__(self, length, top, step):
+        self.top = top
+        lo, hi = np.log(EXACT_POSITIONS + 0.5), np.log(length + 0.5)
+        panels = max(1, int(np.ceil((hi - lo) / _PANEL_WIDTH)))
+        self.edges = np.linspace(lo, hi, panels + 1)
+        self.edges[-1] = hi
+        self.gl_x, self.gl_w = np.polynomial.legendre.leggauss(_PANEL_NODES)
+        self.u, self.w = self._panel_nodes(self.edges[:-1], self.edges[1:])
+        self.top_tail = top(np.exp(self.u))
+        self.top_start = top((EXACT_POSITIONS + 0.5) * step)
+
+    def _panel_nodes(self, a, b):
+        """Nodes (in u) and weights (for dx = e^u du) of Gauss-Legendre on the panels [a, b]."""
+        half, mid = 0.5 * (b - a), 0.5 * (b + a)
+        u = mid[:, None] + half[:, None] * self.gl_x[None, :]
+        w = half[:, None] * self.gl_w[None, :] * np.exp(u)
+        return u.ravel(), w.ravel()
+
+    def from_position(self, first, start_x):
+        r"""Nodes, weights and best objectives of the integral from :math:`\log(m - 1/2)`, ``m = first``.
+
+        Returns ``u, w, top, top_start``: the nodes, their weights, the best
+        objective at each node and at the two points ``start_x`` of the
+        central difference at :math:`m - 1/2`.  For ``first = N_0 + 1`` these
+        are the fixed panels; otherwise the panel holding
+        :math:`\log(m - 1/2)` starts there and the panels below it drop out.
+        """
+        if first == EXACT_POSITIONS + 1.0:
+            return self.u, self.w, self.top_tail, self.top_start
+        start = np.log(first - 0.5)
+        k = int(np.searchsorted(self.edges, start, side="right")) - 1
+        k = min(max(k, 0), len(self.edges) - 2)
+        keep = slice((k + 1) * _PANEL_NODES, None)
+        u_k, w_k = self._panel_nodes(np.array([start]), np.array([self.edges[k + 1]]))
+        fresh = self.top(np.concatenate([np.exp(u_k), start_x]))
+        u = np.concatenate([u_k, self.u[keep]])
+        w = np.concatenate([w_k, self.w[keep]])
+        top = np.concatenate([fresh[:-2], self.top_tail[keep]])
+        return u, w, top, fresh[-2:]
 
 
 def best_causal_scale(max_length, d=None):
@@ -216,11 +247,19 @@ def best_causal_scale(max_length, d=None):
     ValueError
         If ``max_length < 2``, ``d`` is not a single number ``>= 2``, or (cosine
         scores) the optimum :math:`\alpha^*(L, d)` exceeds :math:`10^{300}`.
+
+    See Also
+    --------
+    gradient_fraction : the share kept at one position.
+
+    Examples
+    --------
+    >>> from attnscale import best_causal_scale
+    >>> alpha, n_equivalent, mean_share = best_causal_scale(2048)
+    >>> round(alpha, 3), round(mean_share, 3)
+    (1.996, 0.925)
     """
-    if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)):
-        raise TypeError(f"max_length must be an integer, got {type(max_length).__name__}")
-    if max_length < 2:
-        raise ValueError(f"max_length must be >= 2, got {max_length}")
+    max_length = _validate.count(max_length, "max_length", 2)
     if max_length > 10**308:
         raise ValueError(
             f"max_length must be finite as a float (<= 1e308), got about 1e{len(str(max_length)) - 1}"

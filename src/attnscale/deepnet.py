@@ -47,7 +47,6 @@ import numpy as np
 from scipy import linalg, special
 
 from . import _validate
-from .montecarlo import _count
 
 __all__ = ["ARCHITECTURES", "activation_second_moments", "layer_second_moments", "log_growth_law"]
 
@@ -190,8 +189,8 @@ def layer_second_moments(
     """
     if architecture not in ARCHITECTURES:
         raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {architecture!r}")
-    depth, width = _count(depth, "depth"), _count(width, "width", 2)
-    samples = _count(samples, "samples")
+    depth, width = _validate.count(depth, "depth"), _validate.count(width, "width", 2)
+    samples = _validate.count(samples, "samples")
     branch_scale = _validate.real_array(branch_scale, "branch_scale")
     if branch_scale.ndim > 1:
         raise ValueError(f"branch_scale must be a number or a 1-D array, got shape {branch_scale.shape}")
@@ -251,8 +250,8 @@ def activation_second_moments(activation, depth, width, rng, weight_std=None, sa
     """
     if not callable(activation):
         raise TypeError(f"activation must be callable, got {type(activation).__name__}")
-    depth, width = _count(depth, "depth"), _count(width, "width", 2)
-    samples = _count(samples, "samples")
+    depth, width = _validate.count(depth, "depth"), _validate.count(width, "width", 2)
+    samples = _validate.count(samples, "samples")
     std = np.sqrt(1.0 / width) if weight_std is None else float(_validate.scale(weight_std, "weight_std"))
     x = rng.standard_normal((samples, width))
     moments = [np.mean(x * x)]
@@ -364,7 +363,7 @@ def log_growth_law(architecture, width, branch_scale=1.0):
         Of :math:`\log R` for one layer (arrays shaped like ``branch_scale``
         for ``rezero``).
     """
-    width = _count(width, "width", 2)
+    width = _validate.count(width, "width", 2)
     if architecture in _PLAIN_STD2:
         k_values, k_prob = _active_counts(width)
         k_prob, k_values = k_prob[k_values > 0], k_values[k_values > 0]

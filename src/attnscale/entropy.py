@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validate
-from .montecarlo import _count
 from .softmax import _prepare, _reduce_rows
 
 __all__ = [
@@ -209,9 +208,8 @@ def spike_over_bulk_entropy(spike, bulk_mean, bulk_sd, n, rng):
             raise ValueError(f"{name} must not be empty")
     if np.any(bulk_sd < 0):
         raise ValueError(f"bulk_sd must be >= 0, got {bulk_sd[bulk_sd < 0].flat[0]:g}")
-    n = _count(n, "n", 2)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    n = _validate.count(n, "n", 2)
+    rng = _validate.generator(rng)
     try:
         shape = np.broadcast_shapes(spike.shape, bulk_mean.shape, bulk_sd.shape)
     except ValueError:

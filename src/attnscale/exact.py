@@ -226,21 +226,13 @@ class ScoreLaw:
         for attr in ("log_density_z", "to_score", "to_z"):
             if not callable(getattr(self, attr)):
                 raise TypeError(f"{attr} must be callable")
-        try:
-            lo, hi = (float(v) for v in self.z_range)
-        except (TypeError, ValueError):
-            raise TypeError(f"z_range must be two real numbers, got {self.z_range!r}") from None
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-            raise ValueError(f"z_range must be a finite interval (lo < hi), got {self.z_range!r}")
+        lo, hi = _checked_z_range(self.z_range)
         if isinstance(self.panels, bool) or not isinstance(self.panels, (int, np.integer)) or self.panels < 1:
             raise ValueError(f"panels must be a positive integer, got {self.panels!r}")
-        width = (hi - lo) / int(self.panels)
-        # the geometric grading toward each end (empty without graded_ends)
-        inner = width * _END_GRADING if self.graded_ends else np.empty(0)
-        ends = np.concatenate([lo + inner, hi - inner[::-1]])
+        width, ends, edges = _panel_grid(lo, hi, int(self.panels), self.graded_ends)
         object.__setattr__(self, "_panel_width", width)
         object.__setattr__(self, "_end_points", ends)
-        object.__setattr__(self, "_edges", np.unique(np.r_[np.linspace(lo, hi, int(self.panels) + 1), ends]))
+        object.__setattr__(self, "_edges", edges)
         s_lo, s_hi = (float(self.to_score(v)) for v in (lo, hi))
         if not s_lo < s_hi:
             raise ValueError("to_score must be increasing on z_range")
@@ -306,6 +298,30 @@ class ScoreLaw:
             above = self._mass_above(mid) > p
             lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
         return self.to_score(0.5 * (lo + hi))
+
+
+def _checked_z_range(z_range):
+    """``z_range`` of a :class:`ScoreLaw` as two floats ``lo < hi``, both finite."""
+    try:
+        lo, hi = (float(v) for v in z_range)
+    except (TypeError, ValueError):
+        raise TypeError(f"z_range must be two real numbers, got {z_range!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"z_range must be a finite interval (lo < hi), got {z_range!r}")
+    return lo, hi
+
+
+def _panel_grid(lo, hi, panels, graded_ends):
+    """A :class:`ScoreLaw`'s panels on ``[lo, hi]``: their width, the graded end points, all edges.
+
+    ``panels`` equal panels; with ``graded_ends``, the panel next to each end
+    is split geometrically toward it (``_END_GRADING``).
+    """
+    width = (hi - lo) / panels
+    # the geometric grading toward each end (empty without graded_ends)
+    inner = width * _END_GRADING if graded_ends else np.empty(0)
+    ends = np.concatenate([lo + inner, hi - inner[::-1]])
+    return width, ends, np.unique(np.r_[np.linspace(lo, hi, panels + 1), ends])
 
 
 def gaussian_law() -> ScoreLaw:
@@ -753,6 +769,17 @@ def expected_collision(alpha, n, scores="gaussian", d=None):
     numpy.ndarray or float
         :math:`\mathbb E\sum_i p_i^2 \in [1/n, 1]`; exactly ``1/n`` at ``alpha = 0``.
         About 1e-10 relative accuracy (tested against mpmath).
+
+    See Also
+    --------
+    expected_gradient : the exact objective, :math:`\alpha(1 - \mathbb E\sum_i p_i^2)`.
+    collision_probability : the same sum for one row of scores.
+
+    Examples
+    --------
+    >>> from attnscale import expected_collision
+    >>> float(expected_collision(0.0, 8))  # equal weights: 1/n
+    0.125
     """
     return _evaluate(alpha, n, scores, d, "collision", lambda m: 1.0 / m)
 
@@ -778,6 +805,19 @@ def expected_gradient(alpha, n, scores="gaussian", d=None):
         The expected half L1 norm of the softmax Jacobian (equation
         ``eq-l1-identity`` of the book); 0 at ``alpha = 0``; tends to
         :func:`gradient_limit` as ``alpha`` grows.
+
+    See Also
+    --------
+    gaussian_objective, cosine_objective : the mean-field approximation it tests.
+    gradient_limit : its limit as :math:`\alpha \to \infty`.
+    sampled_objective : the same expectation by Monte Carlo.
+
+    Examples
+    --------
+    >>> from attnscale import expected_gradient, gaussian_objective
+    >>> exact, mean_field = float(expected_gradient(1.0, 64)), float(gaussian_objective(1.0, 64))
+    >>> round(exact, 4), round(mean_field, 4)
+    (0.9612, 0.9575)
     """
     return _evaluate(alpha, n, scores, d, "gradient", lambda m: 0.0)
 
@@ -801,6 +841,18 @@ def expected_entropy(alpha, n, scores="gaussian", d=None):
     -------
     numpy.ndarray or float
         In ``[0, log n]``; exactly ``log n`` at ``alpha = 0``.
+
+    See Also
+    --------
+    softmax_entropy : the entropy of one row of scores.
+    gaussian_meanfield_entropy : the mean-field approximation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import expected_entropy
+    >>> bool(np.isclose(expected_entropy(0.0, 8), np.log(8)))  # equal weights
+    True
     """
     return _evaluate(alpha, n, scores, d, "entropy", np.log)
 
@@ -824,6 +876,16 @@ def expected_max_weight(alpha, n, scores="gaussian", d=None):
     -------
     numpy.ndarray or float
         In ``[1/n, 1]``; exactly ``1/n`` at ``alpha = 0``.
+
+    See Also
+    --------
+    expected_collision : the expected sum of squared weights.
+
+    Examples
+    --------
+    >>> from attnscale import expected_max_weight
+    >>> float(expected_max_weight(0.0, 8))
+    0.125
     """
     return _evaluate(alpha, n, scores, d, "max", lambda m: 1.0 / m)
 
@@ -849,6 +911,10 @@ def gradient_limit(n, scores="gaussian", d=None):
     numpy.ndarray or float
         The limit; for standard normal scores :math:`1/\sqrt\pi` at ``n = 2``.
 
+    See Also
+    --------
+    expected_gradient : the exact objective at a finite scale.
+
     Notes
     -----
     For cosine scores below :math:`d = 3` the density is unbounded at both
@@ -861,6 +927,12 @@ def gradient_limit(n, scores="gaussian", d=None):
     2.05.  At many keys it is larger near :math:`d = 2.5`: against a 30-digit
     quadrature at :math:`n = 10^9` a referee measured 4.4e-10 at
     :math:`d = 2.5`, 3.2e-9 at 2.45 and 3.1e-8 at 2.4.
+
+    Examples
+    --------
+    >>> from attnscale import expected_gradient, gradient_limit
+    >>> bool(expected_gradient(30.0, 64) < gradient_limit(64))  # it rises towards the limit
+    True
     """
     law = _resolve_law(scores, d)
     n = _validate.key_count(n)

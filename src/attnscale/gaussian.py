@@ -61,11 +61,24 @@ def gaussian_objective(alpha, n):
         :math:`-1.8 \times 10^{308}` (about :math:`\alpha^2 > 709 + \log n`) it is
         returned as ``-inf``, the correctly rounded float64 result.
 
+    See Also
+    --------
+    gaussian_alpha_star : its maximizer.
+    expected_gradient : the exact expectation it approximates.
+    cosine_objective : the same for cosine scores.
+
     Notes
     -----
     The objective is positive for :math:`\alpha^2 < \log n` and negative
     beyond, where the mean-field approximation no longer describes
     :math:`\sum_i p_i^2 \le 1`; see the chapter for where it holds.
+
+    Examples
+    --------
+    >>> from attnscale import gaussian_alpha_star, gaussian_objective
+    >>> best = gaussian_alpha_star(64)
+    >>> bool(gaussian_objective(best, 64) > gaussian_objective([0.8 * best, 1.2 * best], 64).max())
+    True
     """
     alpha = _validate.scale(alpha)
     n = _validate.key_count(n)
@@ -91,6 +104,12 @@ def gaussian_alpha_star(n):
     numpy.ndarray or float
         :math:`\alpha^*(n) > 0`; for large :math:`n`,
         :math:`\alpha^{*2} = \log n - \log\log n - \log 2 + o(1)`.
+
+    See Also
+    --------
+    gaussian_objective : the objective it maximizes.
+    cosine_alpha_star : the same for cosine scores.
+    typical_row_scales : the maximizers of a typical row, by sampling.
 
     Examples
     --------

@@ -24,7 +24,6 @@ import numpy as np
 from scipy.special import stdtrit
 
 from . import _validate
-from .montecarlo import _count
 
 __all__ = ["crossed_interval", "paired_difference", "seed_interval", "welch_tolerance"]
 
@@ -140,7 +139,7 @@ def welch_tolerance(half_a, seeds_a, half_b, seeds_b, level=1e-3, interval_level
             raise ValueError(f"{name} must be >= 0, got {h:g}")
     if halves[0] == 0 and halves[1] == 0:
         raise ValueError("half_a and half_b are both 0: no error to test against")
-    counts = [_count(k, name, 2) for k, name in ((seeds_a, "seeds_a"), (seeds_b, "seeds_b"))]
+    counts = [_validate.count(k, name, 2) for k, name in ((seeds_a, "seeds_a"), (seeds_b, "seeds_b"))]
     for value, name in ((level, "level"), (interval_level, "interval_level")):
         value = float(_validate.real_array(value, name))
         if not 0.0 < value < 1.0:

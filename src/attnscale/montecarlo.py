@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
+from .intervals import seed_interval
 
 __all__ = [
     "TypicalRowScales",
@@ -28,13 +29,9 @@ __all__ = [
     "typical_row_scales",
 ]
 
-
-def _count(value, name, lower=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < lower:
-        raise ValueError(f"{name} must be >= {lower}, got {value}")
-    return int(value)
+#: Kept only for :mod:`attnscale.lm`, which imports it from here until it
+#: imports :func:`attnscale._validate.count` (every other module does).
+_count = _validate.count
 
 
 def sample_gaussian_scores(samples, n, rng):
@@ -49,7 +46,7 @@ def sample_gaussian_scores(samples, n, rng):
     rng : numpy.random.Generator
         The source of randomness (seed it for reproducible numbers).
     """
-    samples, n = _count(samples, "samples"), _count(n, "n", 2)
+    samples, n = _validate.count(samples, "samples"), _validate.count(n, "n", 2)
     return rng.standard_normal((samples, n))
 
 
@@ -78,7 +75,7 @@ def sample_cosine_scores(samples, n, d, rng):
     numpy.ndarray
         Shape ``(samples, n)``, values in :math:`[-1, 1]`.
     """
-    samples, n = _count(samples, "samples"), _count(n, "n", 2)
+    samples, n = _validate.count(samples, "samples"), _validate.count(n, "n", 2)
     d = float(_validate.dimension(d))
     first = rng.standard_normal((samples, n))
     rest = rng.chisquare(d - 1.0, (samples, n))
@@ -99,6 +96,11 @@ def sampled_objective(scores, alphas):
     -------
     numpy.ndarray
         Shape ``(len(alphas), samples)``.
+
+    See Also
+    --------
+    expected_gradient : the exact expectation it estimates.
+    sample_gaussian_scores, sample_cosine_scores : scores to pass it.
 
     Notes
     -----
@@ -212,38 +214,27 @@ def typical_row_scales(
     Returns
     -------
     TypicalRowScales
+
+    See Also
+    --------
+    conditional_mean_log_scale : the ``mean_log`` criterion with less noise.
+    gaussian_alpha_star, cosine_alpha_star : the mean-field optimum the default grid is centred on.
+
+    Examples
+    --------
+    >>> from attnscale import typical_row_scales
+    >>> result = typical_row_scales(64, rows=20, seeds=2)
+    >>> len(result.per_seed["median"])  # one maximizer per batch
+    2
     """
-    from scipy import stats
-
-    from .cosine import cosine_alpha_star
-    from .gaussian import gaussian_alpha_star
-
-    n = _count(n, "n", 2)
-    rows = _count(rows, "rows", 10)
-    seeds = _count(seeds, "seeds", 2)
-    seed = _count(seed, "seed", 0)
-    if scores == "gaussian":
-        if d is not None:
-            raise ValueError("d is only used with scores='cosine'")
-        star = float(gaussian_alpha_star(n))
-    elif scores == "cosine":
-        if d is None:
-            raise ValueError("d (the head dimension) is required with scores='cosine'")
-        d = float(_validate.dimension(d))
-        star = float(cosine_alpha_star(n, d))
-    else:
-        raise ValueError(f"scores must be 'gaussian' or 'cosine', got {scores!r}")
+    n = _validate.count(n, "n", 2)
+    rows = _validate.count(rows, "rows", 10)
+    seeds = _validate.count(seeds, "seeds", 2)
+    seed = _validate.count(seed, "seed", 0)
+    star, d = _mean_field_optimum(n, scores, d)
     if not 0.0 < flat_level < 1.0:
         raise ValueError(f"flat_level must lie in (0, 1), got {flat_level!r}")
-    alphas = (
-        np.geomspace(0.3 * star, 30.0 * star, 64) if alphas is None else _validate.scale(alphas, "alphas")
-    )
-    if alphas.ndim != 1 or alphas.size < 5 or np.any(alphas <= 0):
-        raise ValueError("alphas must be a one-dimensional grid of at least 5 positive scales")
-    ratio = alphas[1:] / alphas[:-1]
-    if not np.allclose(ratio, ratio[0], rtol=1e-9) or ratio[0] <= 1:
-        raise ValueError("alphas must be increasing and log-spaced (np.geomspace)")
-
+    alphas = _log_grid(alphas, star)
     per_seed = {"median": [], "mean_log": [], "per_row": []}
     pooled = []
     for k in range(seeds):
@@ -255,29 +246,65 @@ def typical_row_scales(
         )
         values = sampled_objective(s, alphas)  # (alphas, rows)
         pooled.append(values)
-        floor = alphas[:, None] * 1e-15  # below the objective's absolute rounding error
-        per_seed["median"].append(float(_refined_argmax(alphas, np.median(values, axis=1))))
-        per_seed["mean_log"].append(
-            float(_refined_argmax(alphas, np.mean(np.log(np.maximum(values, floor)), axis=1)))
-        )
-        per_seed["per_row"].append(float(np.median(_refined_argmax(alphas, values))))
-    t = stats.t.ppf(0.975, seeds - 1)
-
-    def summary(v):
-        v = np.asarray(v)
-        return float(v.mean()), float(t * v.std(ddof=1) / np.sqrt(v.size))
-
+        for key, value in _typical_maximizers(alphas, values).items():
+            per_seed[key].append(value)
     curve = np.median(np.concatenate(pooled, axis=1), axis=1)
     inside = np.flatnonzero(curve >= flat_level * curve.max())
     return TypicalRowScales(
-        median=summary(per_seed["median"]),
-        mean_log=summary(per_seed["mean_log"]),
-        per_row=summary(per_seed["per_row"]),
+        median=_mean_and_half(per_seed["median"]),
+        mean_log=_mean_and_half(per_seed["mean_log"]),
+        per_row=_mean_and_half(per_seed["per_row"]),
         flat=(float(alphas[inside[0]]), float(alphas[inside[-1]])),
         per_seed={key: np.asarray(v) for key, v in per_seed.items()},
         alphas=alphas,
         median_curve=curve,
     )
+
+
+def _mean_field_optimum(n, scores, d):
+    """The mean-field optimum for ``n`` keys of the named scores, and the checked ``d`` (or None)."""
+    from .cosine import cosine_alpha_star
+    from .gaussian import gaussian_alpha_star
+
+    if scores == "gaussian":
+        if d is not None:
+            raise ValueError("d is only used with scores='cosine'")
+        return float(gaussian_alpha_star(n)), None
+    if scores == "cosine":
+        if d is None:
+            raise ValueError("d (the head dimension) is required with scores='cosine'")
+        d = float(_validate.dimension(d))
+        return float(cosine_alpha_star(n, d)), d
+    raise ValueError(f"scores must be 'gaussian' or 'cosine', got {scores!r}")
+
+
+def _log_grid(alphas, star):
+    """The checked grid of :func:`typical_row_scales` (64 points from 0.3 to 30 ``star`` if None)."""
+    alphas = (
+        np.geomspace(0.3 * star, 30.0 * star, 64) if alphas is None else _validate.scale(alphas, "alphas")
+    )
+    if alphas.ndim != 1 or alphas.size < 5 or np.any(alphas <= 0):
+        raise ValueError("alphas must be a one-dimensional grid of at least 5 positive scales")
+    ratio = alphas[1:] / alphas[:-1]
+    if not np.allclose(ratio, ratio[0], rtol=1e-9) or ratio[0] <= 1:
+        raise ValueError("alphas must be increasing and log-spaced (np.geomspace)")
+    return alphas
+
+
+def _mean_and_half(values):
+    """Mean over seeds and the half-width of its 95% Student-t interval, as two floats."""
+    mean, half = seed_interval(values)
+    return float(mean), float(half)
+
+
+def _typical_maximizers(alphas, values):
+    """One batch's three typical-row maximizers (:func:`typical_row_scales`); ``values`` is (alphas, rows)."""
+    floor = alphas[:, None] * 1e-15  # below the objective's absolute rounding error
+    return {
+        "median": float(_refined_argmax(alphas, np.median(values, axis=1))),
+        "mean_log": float(_refined_argmax(alphas, np.mean(np.log(np.maximum(values, floor)), axis=1))),
+        "per_row": float(np.median(_refined_argmax(alphas, values))),
+    }
 
 
 def _graded_unit_nodes(smallest=1e-12, ratio=3.0, order=6):
@@ -323,10 +350,8 @@ def conditional_objective(alphas, n, rows, rng, *, scores="gaussian", d=None, lo
         Sampled rows, ``>= 1``.
     rng : numpy.random.Generator
         The source of randomness.
-    scores : {"gaussian", "cosine"}
-        Standard normal scores, or cosines in dimension ``d``.
-    d : float, optional
-        Dimension, required with ``scores="cosine"``.
+    scores, d
+        As in :func:`typical_row_scales`.
     log : bool
         Integrate :math:`\log\alpha(1 - \sum_i p_i^2)` instead (for the
         geometric-mean criterion of a typical row).
@@ -356,7 +381,7 @@ def conditional_objective(alphas, n, rows, rng, *, scores="gaussian", d=None, lo
     alphas = _validate.scale(alphas, "alphas")
     if alphas.ndim != 1 or np.any(alphas <= 0):
         raise ValueError("alphas must be a one-dimensional array of positive scales")
-    n, rows = _count(n, "n", 2), _count(rows, "rows")
+    n, rows = _validate.count(n, "n", 2), _validate.count(rows, "rows")
     law = _resolve_law(scores, d)
     if scores == "gaussian":
 
@@ -443,8 +468,12 @@ def conditional_mean_log_scale(n, *, scores="gaussian", d=None, rows=200, seeds=
     from .cosine import cosine_alpha_star
     from .gaussian import gaussian_alpha_star
 
-    n = _count(n, "n", 2)
-    rows, seeds, seed = _count(rows, "rows", 10), _count(seeds, "seeds", 2), _count(seed, "seed", 0)
+    n = _validate.count(n, "n", 2)
+    rows, seeds, seed = (
+        _validate.count(rows, "rows", 10),
+        _validate.count(seeds, "seeds", 2),
+        _validate.count(seed, "seed", 0),
+    )
     if scores not in ("gaussian", "cosine"):
         raise ValueError(f"scores must be 'gaussian' or 'cosine', got {scores!r}")
     star = float(gaussian_alpha_star(n) if scores == "gaussian" else cosine_alpha_star(n, d))

@@ -217,10 +217,8 @@ def gradient_l1(s, alpha=1.0):
 
     Parameters
     ----------
-    s : array_like
-        Scores of shape ``(..., n)``; finite and not empty.
-    alpha : float or array_like, optional
-        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+    s, alpha
+        As in :func:`softmax_jacobian`.
 
     Returns
     -------
@@ -254,6 +252,18 @@ def collision_probability(s, alpha=1.0, axis=-1):
     numpy.ndarray or float
         Values in :math:`[1/n, 1]`, shape of ``s`` without ``axis``
         broadcast against ``alpha``.
+
+    See Also
+    --------
+    renyi2_entropy : its negative logarithm.
+    expected_collision : its expectation over i.i.d. scores.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import collision_probability
+    >>> float(collision_probability(np.zeros(8)))  # equal weights: 1/n
+    0.125
     """
     s, alpha = _prepare(s, alpha, axis)
     return _reduce_rows(_collision_kernel, s, alpha)
@@ -275,15 +285,26 @@ def gradient_objective(s, alpha=1.0):
 
     Parameters
     ----------
-    s : array_like
-        Scores of shape ``(..., n)``; finite and not empty.
-    alpha : float or array_like, optional
-        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+    s, alpha
+        As in :func:`softmax_jacobian`.
 
     Returns
     -------
     numpy.ndarray or float
         Shape: the broadcast batch shape of ``s`` and ``alpha``.
+
+    See Also
+    --------
+    gradient_l1 : the same quantity, named as a norm of the Jacobian.
+    row_best_scale : the scale that maximizes it for one row.
+    expected_gradient : its expectation over i.i.d. scores.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import gradient_objective
+    >>> float(gradient_objective(np.zeros(8), 1.0))  # alpha (1 - 1/n)
+    0.875
     """
     s, alpha = _prepare(s, alpha)
     return _reduce_rows(_objective_kernel, s, alpha)
@@ -316,10 +337,8 @@ def gradient_frobenius(s, alpha=1.0):
 
     Parameters
     ----------
-    s : array_like
-        Scores of shape ``(..., n)``; finite and not empty.
-    alpha : float or array_like, optional
-        Scale, finite and ``>= 0``, broadcasting against ``s.shape[:-1]``.
+    s, alpha
+        As in :func:`softmax_jacobian`.
 
     Returns
     -------
@@ -384,6 +403,18 @@ def renyi2_entropy(s, alpha=1.0, axis=-1):
     -------
     numpy.ndarray or float
         Shape of ``s`` without ``axis`` broadcast against ``alpha``.
+
+    See Also
+    --------
+    collision_probability : the sum it takes the logarithm of.
+    softmax_entropy : the Shannon entropy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import renyi2_entropy
+    >>> bool(np.isclose(renyi2_entropy(np.zeros(8)), np.log(8)))
+    True
     """
     s, alpha = _prepare(s, alpha, axis)
     return _reduce_rows(_renyi2_kernel, s, alpha)

@@ -55,7 +55,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from .montecarlo import _count
 
 __all__ = [
     "TrainingResult",
@@ -148,38 +147,6 @@ class TrainingResult:
     length_rule: str
 
 
-def _choice(value, name, allowed):
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, one of {allowed}, got {type(value).__name__}")
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    return value
-
-
-def _positive(value, name):
-    array = _validate.real_array(value, name)
-    if array.ndim != 0:
-        raise ValueError(f"{name} must be a single number, got shape {array.shape}")
-    if not array > 0:
-        raise ValueError(f"{name} must be > 0, got {float(array):g}")
-    return float(array)
-
-
-def _nonnegative(value, name):
-    array = _validate.real_array(value, name)
-    if array.ndim != 0:
-        raise ValueError(f"{name} must be a single number, got shape {array.shape}")
-    if not array >= 0:
-        raise ValueError(f"{name} must be >= 0, got {float(array):g}")
-    return float(array)
-
-
-def _generator(rng, name="rng"):
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"{name} must be a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
-
-
 def retrieval_batch(replicas, batch, n, m, rng, query_noise=0.0):
     r"""A batch of retrieval problems: keys, query inputs and targets.
 
@@ -205,10 +172,10 @@ def retrieval_batch(replicas, batch, n, m, rng, query_noise=0.0):
     targets : numpy.ndarray
         Shape ``(replicas, batch)``, integers in ``[0, n)``.
     """
-    replicas, batch = _count(replicas, "replicas"), _count(batch, "batch")
-    n, m = _count(n, "n", 2), _count(m, "m")
-    rng = _generator(rng)
-    query_noise = _nonnegative(query_noise, "query_noise")
+    replicas, batch = _validate.count(replicas, "replicas"), _validate.count(batch, "batch")
+    n, m = _validate.count(n, "n", 2), _validate.count(m, "m")
+    rng = _validate.generator(rng)
+    query_noise = _validate.nonnegative_number(query_noise, "query_noise")
     keys = rng.standard_normal((replicas, batch, n, m))
     targets = rng.integers(0, n, size=(replicas, batch))
     queries = np.take_along_axis(keys, targets[..., None, None], axis=2)[:, :, 0, :]
@@ -235,8 +202,8 @@ def init_projections(replicas, d, m, rng):
     w_query, w_key : numpy.ndarray
         Each of shape ``(replicas, 1, d, m)`` (one scale axis, to broadcast).
     """
-    replicas, d, m = _count(replicas, "replicas"), _count(d, "d"), _count(m, "m")
-    rng = _generator(rng)
+    replicas, d, m = _validate.count(replicas, "replicas"), _validate.count(d, "d"), _validate.count(m, "m")
+    rng = _validate.generator(rng)
     shape = (replicas, 1, d, m)
     return rng.standard_normal(shape) / np.sqrt(m), rng.standard_normal(shape) / np.sqrt(m)
 
@@ -379,11 +346,11 @@ def attention_loss_and_gradients(
         raise ValueError(f"targets must be integers of shape {keys.shape[:2]}")
     if np.any((targets < 0) | (targets >= keys.shape[2])):
         raise ValueError(f"targets must lie in [0, {keys.shape[2]})")
-    loss = _choice(loss, "loss", LOSSES)
+    loss = _validate.choice(loss, "loss", LOSSES)
     gain = np.ones((replicas, n_scales)) if gain is None else _validate.real_array(gain, "gain")
     if gain.shape != (replicas, n_scales):
         raise ValueError(f"gain must have shape ({replicas}, {n_scales}), got {gain.shape}")
-    length_factor = _positive(length_factor, "length_factor")
+    length_factor = _validate.positive_number(length_factor, "length_factor")
     return _loss_and_gradients(w_query, w_key, scales, gain, length_factor, keys, queries, targets, loss)[:2]
 
 
@@ -480,7 +447,7 @@ def _head_dims(d, size):
         if np.any(dims < 1):
             raise ValueError(f"d must be >= 1, got {dims[dims < 1][0]}")
         return dims.astype(int)
-    return np.full(size, _count(d, "d"))
+    return np.full(size, _validate.count(d, "d"))
 
 
 def train_attention(
@@ -553,54 +520,34 @@ def train_attention(
     Returns
     -------
     TrainingResult
+
+    See Also
+    --------
+    evaluate_attention : the trained models at any number of keys.
+    train_at_best_rate : the same with a tuned learning rate per multiplier.
+
+    Examples
+    --------
+    >>> from attnscale import train_attention
+    >>> result = train_attention(16, 8, [0.5, 1.0, 2.0], replicas=2, steps=3)
+    >>> result.losses.shape  # (replicas, scales, steps)
+    (2, 3, 3)
     """
-    n, m = _count(n, "n", 2), _count(m, "m")
-    replicas, steps, batch = _count(replicas, "replicas"), _count(steps, "steps"), _count(batch, "batch")
-    multipliers = _validate.real_array(multipliers, "multipliers")
-    if multipliers.ndim != 1 or multipliers.size == 0:
-        raise ValueError(
-            f"multipliers must be a non-empty one-dimensional array, got shape {multipliers.shape}"
-        )
-    if np.any(multipliers <= 0):
-        raise ValueError(f"multipliers must be > 0, got {multipliers[multipliers <= 0][0]:g}")
+    n, m = _validate.count(n, "n", 2), _validate.count(m, "m")
+    replicas, steps, batch = (
+        _validate.count(replicas, "replicas"),
+        _validate.count(steps, "steps"),
+        _validate.count(batch, "batch"),
+    )
+    multipliers = _checked_multipliers(multipliers)
     dims = _head_dims(d, multipliers.size)
-    if isinstance(optimizer, str):
-        optimizer = [optimizer] * multipliers.size
-    if not isinstance(optimizer, list | tuple):
-        raise TypeError(
-            f"optimizer must be one of {OPTIMIZERS} or a sequence of them, got {type(optimizer).__name__}"
-        )
-    if len(optimizer) != multipliers.size:
-        raise ValueError(
-            f"optimizer must be one of {OPTIMIZERS} or a sequence of them, one per multiplier "
-            f"({multipliers.size}), got {optimizer!r}"
-        )
-    uses_sgd = np.array([_choice(name, "optimizer", OPTIMIZERS) == "sgd" for name in optimizer])
-    learning_rate = _validate.real_array(learning_rate, "learning_rate")
-    if learning_rate.ndim == 0:
-        learning_rate = np.full(multipliers.shape, float(learning_rate))
-    if learning_rate.shape != multipliers.shape:
-        raise ValueError(
-            f"learning_rate must be a single number or have the shape of multipliers "
-            f"{multipliers.shape}, got shape {learning_rate.shape}"
-        )
-    if np.any(~(learning_rate > 0)):
-        raise ValueError(f"learning_rate must be > 0, got {learning_rate[~(learning_rate > 0)][0]:g}")
-    loss = _choice(loss, "loss", LOSSES)
-    length_rule = _choice(length_rule, "length_rule", ("fixed", "logn"))
-    if isinstance(learn_gain, (bool, np.bool_)):
-        learn_gain = [bool(learn_gain)] * multipliers.size
-    if not isinstance(learn_gain, list | tuple) or len(learn_gain) != multipliers.size:
-        raise TypeError(
-            f"learn_gain must be a bool or a sequence of them, one per multiplier ({multipliers.size}), "
-            f"got {learn_gain!r}"
-        )
-    if not all(isinstance(flag, (bool, np.bool_)) for flag in learn_gain):
-        raise TypeError(f"learn_gain must hold bools, got {learn_gain!r}")
-    learns = np.array(learn_gain, dtype=bool)
-    query_noise = _nonnegative(query_noise, "query_noise")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
+    uses_sgd = _uses_sgd(optimizer, multipliers.size)
+    learning_rate = _per_model_rates(learning_rate, multipliers.shape)
+    loss = _validate.choice(loss, "loss", LOSSES)
+    length_rule = _validate.choice(length_rule, "length_rule", ("fixed", "logn"))
+    learns = _per_model_flags(learn_gain, multipliers.size)
+    query_noise = _validate.nonnegative_number(query_noise, "query_noise")
+    seed = _validate.seed(seed)
 
     # The models run with the SGD ones first, so that each optimizer updates
     # one contiguous block (views, and Adam's arithmetic only on its own
@@ -611,47 +558,11 @@ def train_attention(
     # training chapter's numbers and figures did not change).
     order = np.argsort(~uses_sgd, kind="stable")
     multipliers, dims, learning_rate = multipliers[order], dims[order], learning_rate[order]
-    learns, n_sgd = learns[order], int(uses_sgd.sum())
-    sgd, adam = slice(0, n_sgd), slice(n_sgd, None)
     rng = np.random.default_rng(seed)
-    n_scales = multipliers.size
     scales = multipliers / np.sqrt(dims)
-    w_query, w_key = init_projections(replicas, int(dims.max()), m, rng)
-    w_query, w_key = np.repeat(w_query, n_scales, axis=1), np.repeat(w_key, n_scales, axis=1)
-    if np.any(dims < dims.max()):  # the rows a smaller head does not have are zero
-        rows = (np.arange(dims.max()) < dims[:, None])[None, :, :, None]
-        w_query, w_key = w_query * rows, w_key * rows
-    gain = np.ones((replicas, n_scales))
-    params = [w_query, w_key, gain]
-    first = [np.zeros_like(x[:, adam]) for x in params]  # Adam's moments, its models only
-    second = [np.zeros_like(x[:, adam]) for x in params]
-    losses = np.empty((replicas, n_scales, steps))
-    beta1, beta2, eps = 0.9, 0.999, 1e-8
-    for step in range(steps):
-        keys, queries, targets = retrieval_batch(replicas, batch, n, m, rng, query_noise)
-        value, grads = _replica_by_replica(params, scales, keys, queries, targets, loss, learns.any())
-        losses[:, :, step] = value
-        grads[2] = np.where(learns, grads[2], 0.0)
-        for k in range(3):
-            per_model = (1, n_scales) + (1,) * (grads[k].ndim - 2)
-            step_size = learning_rate.reshape(per_model)
-            if n_sgd:  # SGD
-                params[k][:, sgd] -= step_size[:, sgd] * grads[k][:, sgd]
-            if n_sgd < n_scales:  # Adam (in place: the same operations)
-                g = grads[k][:, adam]
-                first[k] *= beta1
-                first[k] += (1 - beta1) * g
-                second[k] *= beta2
-                g *= g
-                g *= 1 - beta2
-                second[k] += g
-                m_hat = first[k] / (1 - beta1 ** (step + 1))
-                denominator = second[k] / (1 - beta2 ** (step + 1))
-                np.sqrt(denominator, out=denominator)
-                denominator += eps
-                m_hat *= step_size[:, adam]
-                m_hat /= denominator
-                params[k][:, adam] -= m_hat
+    params = _initial_params(replicas, dims, m, rng)
+    batches = (retrieval_batch(replicas, batch, n, m, rng, query_noise) for _ in range(steps))
+    losses = _optimize(params, scales, learning_rate, learns[order], int(uses_sgd.sum()), batches, loss)
     caller = np.argsort(order)  # back to the caller's order of the models
     return TrainingResult(
         scales=scales[caller],
@@ -663,6 +574,129 @@ def train_attention(
         loss=loss,
         length_rule=length_rule,
     )
+
+
+def _checked_multipliers(multipliers):
+    """The multipliers :math:`c` of :func:`train_attention`: one-dimensional, non-empty, ``> 0``."""
+    multipliers = _validate.real_array(multipliers, "multipliers")
+    if multipliers.ndim != 1 or multipliers.size == 0:
+        raise ValueError(
+            f"multipliers must be a non-empty one-dimensional array, got shape {multipliers.shape}"
+        )
+    if np.any(multipliers <= 0):
+        raise ValueError(f"multipliers must be > 0, got {multipliers[multipliers <= 0][0]:g}")
+    return multipliers
+
+
+def _uses_sgd(optimizer, size):
+    """One optimizer name or one per model -> a bool array, True where the model uses SGD."""
+    if isinstance(optimizer, str):
+        optimizer = [optimizer] * size
+    if not isinstance(optimizer, list | tuple):
+        raise TypeError(
+            f"optimizer must be one of {OPTIMIZERS} or a sequence of them, got {type(optimizer).__name__}"
+        )
+    if len(optimizer) != size:
+        raise ValueError(
+            f"optimizer must be one of {OPTIMIZERS} or a sequence of them, one per multiplier "
+            f"({size}), got {optimizer!r}"
+        )
+    return np.array([_validate.choice(name, "optimizer", OPTIMIZERS) == "sgd" for name in optimizer])
+
+
+def _per_model_rates(learning_rate, shape):
+    """One learning rate or one per model (``shape`` that of the multipliers), each ``> 0``."""
+    learning_rate = _validate.real_array(learning_rate, "learning_rate")
+    if learning_rate.ndim == 0:
+        learning_rate = np.full(shape, float(learning_rate))
+    if learning_rate.shape != shape:
+        raise ValueError(
+            f"learning_rate must be a single number or have the shape of multipliers "
+            f"{shape}, got shape {learning_rate.shape}"
+        )
+    if np.any(~(learning_rate > 0)):
+        raise ValueError(f"learning_rate must be > 0, got {learning_rate[~(learning_rate > 0)][0]:g}")
+    return learning_rate
+
+
+def _per_model_flags(learn_gain, size):
+    """One ``learn_gain`` flag or one per model -> a bool array."""
+    if isinstance(learn_gain, (bool, np.bool_)):
+        learn_gain = [bool(learn_gain)] * size
+    if not isinstance(learn_gain, list | tuple) or len(learn_gain) != size:
+        raise TypeError(
+            f"learn_gain must be a bool or a sequence of them, one per multiplier ({size}), "
+            f"got {learn_gain!r}"
+        )
+    if not all(isinstance(flag, (bool, np.bool_)) for flag in learn_gain):
+        raise TypeError(f"learn_gain must hold bools, got {learn_gain!r}")
+    return np.array(learn_gain, dtype=bool)
+
+
+def _initial_params(replicas, dims, m, rng):
+    """``[w_query, w_key, gain]`` of every model, drawn once for the largest head.
+
+    The projections have shape ``(replicas, models, max(dims), m)``; the rows
+    a smaller head does not have are zero.  The gains start at 1.
+    """
+    n_models = dims.size
+    w_query, w_key = init_projections(replicas, int(dims.max()), m, rng)
+    w_query, w_key = np.repeat(w_query, n_models, axis=1), np.repeat(w_key, n_models, axis=1)
+    if np.any(dims < dims.max()):  # the rows a smaller head does not have are zero
+        rows = (np.arange(dims.max()) < dims[:, None])[None, :, :, None]
+        w_query, w_key = w_query * rows, w_key * rows
+    return [w_query, w_key, np.ones((replicas, n_models))]
+
+
+def _optimize(params, scales, learning_rate, learns, n_sgd, batches, loss):
+    """Train ``params`` in place, one step per batch; return the losses, ``(replicas, models, steps)``.
+
+    The first ``n_sgd`` models take SGD steps, the others Adam steps
+    (:func:`_adam_update`); a model's gain moves only where ``learns``.
+    """
+    n_models = scales.size
+    sgd, adam = slice(0, n_sgd), slice(n_sgd, None)
+    first = [np.zeros_like(x[:, adam]) for x in params]  # Adam's moments, its models only
+    second = [np.zeros_like(x[:, adam]) for x in params]
+    losses = []
+    for step, (keys, queries, targets) in enumerate(batches):
+        value, grads = _replica_by_replica(params, scales, keys, queries, targets, loss, learns.any())
+        losses.append(value)
+        grads[2] = np.where(learns, grads[2], 0.0)
+        for k in range(3):
+            per_model = (1, n_models) + (1,) * (grads[k].ndim - 2)
+            step_size = learning_rate.reshape(per_model)
+            if n_sgd:
+                params[k][:, sgd] -= step_size[:, sgd] * grads[k][:, sgd]
+            if n_sgd < n_models:
+                _adam_update(
+                    params[k][:, adam], grads[k][:, adam], first[k], second[k], step_size[:, adam], step
+                )
+    return np.stack(losses, axis=-1)
+
+
+_BETA1, _BETA2, _EPSILON = 0.9, 0.999, 1e-8
+
+
+def _adam_update(param, grad, first, second, step_size, step):
+    """One Adam step (Kingma & Ba, 2015) at ``step`` (from 0), in place on ``param``, ``first``, ``second``.
+
+    ``grad`` is overwritten (its square is formed in place, to spare a
+    temporary).
+    """
+    first *= _BETA1
+    first += (1 - _BETA1) * grad
+    second *= _BETA2
+    grad *= grad
+    grad *= 1 - _BETA2
+    second += grad
+    m_hat = first / (1 - _BETA1 ** (step + 1))
+    denominator = second / (1 - _BETA2 ** (step + 1))
+    np.sqrt(denominator, out=denominator)
+    denominator += _EPSILON
+    m_hat *= step_size
+    m_hat /= denominator
+    param -= m_hat
 
 
 MEASURES = ("loss", "accuracy", "entropy", "target_weight")
@@ -700,14 +734,24 @@ def evaluate_attention(result, n, multiplier=1.0, *, queries=256, seed=0, query_
         ``"accuracy"`` (the fraction of queries whose target holds more than
         half of the weight), ``"entropy"`` (mean Shannon entropy of the
         attention row, nats) and ``"target_weight"`` (mean :math:`p_t`).
+
+    See Also
+    --------
+    train_attention : the models it evaluates.
+
+    Examples
+    --------
+    >>> from attnscale import evaluate_attention, train_attention
+    >>> result = train_attention(16, 8, [1.0], replicas=2, steps=3)
+    >>> sorted(evaluate_attention(result, 64, queries=8))
+    ['accuracy', 'entropy', 'loss', 'target_weight']
     """
     if not isinstance(result, TrainingResult):
         raise TypeError(f"result must be a TrainingResult, got {type(result).__name__}")
-    n, queries = _count(n, "n", 2), _count(queries, "queries")
+    n, queries = _validate.count(n, "n", 2), _validate.count(queries, "queries")
     multiplier = _validate.at_least(multiplier, "multiplier", np.finfo(float).tiny)
-    query_noise = _nonnegative(query_noise, "query_noise")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise TypeError(f"seed must be a non-negative integer, got {seed!r}")
+    query_noise = _validate.nonnegative_number(query_noise, "query_noise")
+    seed = _validate.seed(seed)
     if isinstance(measures, str) or not all(isinstance(name, str) for name in measures):
         raise TypeError(f"measures must be a sequence of names from {MEASURES}, got {measures!r}")
     if not measures or any(name not in MEASURES for name in measures):
@@ -802,7 +846,7 @@ def train_at_best_rate(n, d, multipliers, rates, *, search_seed=0, seed=1, queri
     if multipliers.ndim != 1:  # train_attention names the problem; keep the grid well formed first
         raise ValueError(f"multipliers must be one-dimensional, got shape {multipliers.shape}")
     grids = _rate_grids(rates, multipliers.size)
-    queries = _count(queries, "queries")
+    queries = _validate.count(queries, "queries")
     sizes = np.array([grid.size for grid in grids])
     owner = np.repeat(np.arange(multipliers.size), sizes)  # the multiplier of each search model
     search_training = dict(training)

@@ -38,7 +38,6 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from . import _validate
-from .montecarlo import _count
 
 __all__ = ["ATTENTIONS", "fit_attention_parameter", "retrieval_error", "retrieval_task"]
 
@@ -64,7 +63,7 @@ def retrieval_task(samples, n, rng, signal=4.0, distractor_mean=0.0):
     scores, values : numpy.ndarray
         Both of shape ``(samples, n)``.
     """
-    samples, n = _count(samples, "samples"), _count(n, "n", 2)
+    samples, n = _validate.count(samples, "samples"), _validate.count(n, "n", 2)
     signal = float(_validate.scale(signal, "signal"))
     distractor_mean = float(_validate.real_array(distractor_mean, "distractor_mean"))
     scores = rng.standard_normal((samples, n)) + distractor_mean
@@ -153,12 +152,8 @@ def fit_attention_parameter(kind, scores, values, train_length=512):
 
     Parameters
     ----------
-    kind : str
-        One of :data:`ATTENTIONS`.
-    scores, values : array_like
-        Shape ``(samples, n)``, from :func:`retrieval_task`.
-    train_length : float, optional
-        :math:`L` in the module's definitions.
+    kind, scores, values, train_length
+        As in :func:`retrieval_error`.
 
     Returns
     -------
