@@ -137,3 +137,46 @@ def test_numpy_scalars_are_accepted():
 def test_bad_input_is_refused(call, error, name):
     with pytest.raises(error, match=name):
         call()
+
+
+# -- results tables -----------------------------------------------------------------
+
+from attnscale.formatting import results_table, typographic_minus  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("-0.003", "\u22120.003"),
+        ("1.776 (-0.003 ± 0.016)", "1.776 (\u22120.003 ± 0.016)"),
+        ("-.5", "\u2212.5"),
+        ("Xavier-uniform", "Xavier-uniform"),
+        ("600-699", "600-699"),
+        ("$x^{-1}$ and -2", "$x^{-1}$ and \u22122"),
+        ("d-1", "d-1"),
+    ],
+)
+def test_typographic_minus(text, expected):
+    assert typographic_minus(text) == expected
+
+
+def test_results_table_is_a_captioned_list_table():
+    text = results_table(["arm", "$n = 64$"], [["O", -1.5], ["A", ("1.2", "-0.1 ± 0.2")]], caption="Loss.", name="tab-x")
+    assert text.startswith("````{list-table} Loss.\n:name: tab-x\n:header-rows: 1\n")
+    assert "\u22121.5" in text and "-" not in text.split("\n\n", 1)[1].replace("* -", "").replace("  -", "")
+    assert "\n    \u22120.1 ± 0.2" in text
+
+
+@pytest.mark.parametrize(
+    ("header", "rows", "caption", "name", "match"),
+    [
+        (["", "x"], [["a", 1]], "c", "tab-a", "header"),
+        (["a", "b"], [["a"]], "c", "tab-a", "every row"),
+        (["a"], [["a"]], "  ", "tab-a", "caption"),
+        (["a"], [["a"]], "c", "tab a", "name"),
+        (["a"], [["x\ny"]], "c", "tab-a", "one line"),
+    ],
+)
+def test_results_table_refuses_what_a_reader_cannot_use(header, rows, caption, name, match):
+    with pytest.raises(ValueError, match=match):
+        results_table(header, rows, caption=caption, name=name)
