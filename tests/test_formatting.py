@@ -161,7 +161,8 @@ def test_typographic_minus(text, expected):
 
 
 def test_results_table_is_a_captioned_list_table():
-    text = results_table(["arm", "$n = 64$"], [["O", -1.5], ["A", ("1.2", "-0.1 ± 0.2")]], caption="Loss.", name="tab-x")
+    rows = [["O", -1.5], ["A", ("1.2", "-0.1 ± 0.2")]]
+    text = results_table(["arm", "$n = 64$"], rows, caption="Loss.", name="tab-x")
     assert text.startswith("````{list-table} Loss.\n:name: tab-x\n:header-rows: 1\n")
     assert "\u22121.5" in text and "-" not in text.split("\n\n", 1)[1].replace("* -", "").replace("  -", "")
     assert "\n    \u22120.1 ± 0.2" in text
@@ -180,3 +181,14 @@ def test_results_table_is_a_captioned_list_table():
 def test_results_table_refuses_what_a_reader_cannot_use(header, rows, caption, name, match):
     with pytest.raises(ValueError, match=match):
         results_table(header, rows, caption=caption, name=name)
+
+
+def test_captioned_table_wraps_a_pipe_table():
+    from attnscale.formatting import captioned_table
+
+    text = captioned_table("| n | x |\n|---|---:|\n| 2 | -1.5 |", caption="X.", name="tab-x")
+    assert text == "```{table} X.\n:name: tab-x\n\n| n | x |\n|---|---:|\n| 2 | \u22121.5 |\n```\n"
+    with pytest.raises(ValueError, match="header"):
+        captioned_table("| | x |\n|---|---|\n| a | 1 |", caption="X.", name="tab-x")
+    with pytest.raises(ValueError, match="pipe table"):
+        captioned_table("no table", caption="X.", name="tab-x")

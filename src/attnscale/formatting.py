@@ -18,10 +18,11 @@ Both return plain Unicode text (a true minus sign ``−``, and no-break
 spaces around ``±`` and ``×`` so that a number never splits over two lines),
 ready for ``glue(name, text)`` and ``{glue:text}`name``` in a chapter.
 
-Tables of results are written by :func:`results_table`: a MyST
-``{list-table}`` with a caption and a label (so the book numbers it and a
-``{numref}`` can point at it), a header cell in every column, and true minus
-signs in the numbers.
+Tables of results are written by :func:`results_table` (a MyST
+``{list-table}``) or, for a Markdown pipe table a chapter already builds,
+:func:`captioned_table` (a ``{table}`` around it): each gets a caption and
+a label (so the book numbers it and a ``{numref}`` can point at it), a
+header cell in every column, and true minus signs in the numbers.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import math
 import numbers
 import re
 
-__all__ = ["format_number", "format_uncertain", "results_table", "typographic_minus"]
+__all__ = ["captioned_table", "format_number", "format_uncertain", "results_table", "typographic_minus"]
 
 MINUS = "\u2212"
 NBSP = "\u00a0"
@@ -324,3 +325,62 @@ def results_table(header, rows, *, caption: str, name: str) -> str:
                 lines += ["", "    " + extra]
     lines.append("````")
     return "\n".join(lines) + "\n"
+
+
+def captioned_table(table: str, *, caption: str, name: str) -> str:
+    """A Markdown pipe table, numbered and captioned, as MyST Markdown.
+
+    Wraps ``table`` in a ``{table}`` directive with ``caption`` and the label
+    ``name``, after replacing the hyphen-minus signs of its cells by true
+    minus signs (:func:`typographic_minus`).
+
+    Parameters
+    ----------
+    table : str
+        A pipe table: a header row, the alignment row (``| --- | ---: |``)
+        and the body.
+    caption : str
+        The table's caption (MyST Markdown, one paragraph).
+    name : str
+        Its label, e.g. ``"tab-results"``.
+
+    Returns
+    -------
+    str
+        The directive's text, for ``IPython.display.Markdown`` or glue.
+
+    Raises
+    ------
+    ValueError
+        If ``table`` has no header and alignment rows, a header cell is
+        empty, the caption is empty or ``name`` is not a valid label.
+
+    See Also
+    --------
+    results_table, typographic_minus
+
+    Examples
+    --------
+    >>> print(captioned_table("| n | x |\\n|---|---:|\\n| 2 | -1.5 |", caption="X.", name="tab-x"))
+    ```{table} X.
+    :name: tab-x
+    <BLANKLINE>
+    | n | x |
+    |---|---:|
+    | 2 | −1.5 |
+    ```
+    <BLANKLINE>
+    """
+    lines = [line.strip() for line in str(table).strip().splitlines()]
+    if len(lines) < 2 or not re.fullmatch(r"\|?(\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?", lines[1]):
+        raise ValueError("table must be a pipe table: a header row, then an alignment row")
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    if any(not cell for cell in header):
+        raise ValueError(f"table's header must name every column, got {header!r}")
+    caption = " ".join(str(caption).split())
+    if not caption:
+        raise ValueError("caption must not be empty")
+    if not isinstance(name, str) or not _LABEL.match(name):
+        raise ValueError(f"name must be a label such as 'tab-results', got {name!r}")
+    body = [lines[0], lines[1], *(typographic_minus(line) for line in lines[2:])]
+    return "\n".join(["```{table} " + caption, f":name: {name}", "", *body, "```"]) + "\n"

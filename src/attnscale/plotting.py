@@ -13,7 +13,7 @@ screen.
 
 from __future__ import annotations
 
-__all__ = ["use_book_style", "PALETTE", "MARKERS"]
+__all__ = ["MARKERS", "PALETTE", "use_book_style"]
 
 #: Formats every inline figure is rendered in.  SVG only: the HTML book and
 #: Jupyter show it, and the PDF build (which reuses the HTML build's executed
