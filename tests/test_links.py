@@ -185,3 +185,74 @@ def test_every_numbered_equation_has_a_permalink(built_book):
         )
         total += len(numbers)
     assert total >= 20, f"only {total} numbered equations in the book"
+
+
+# -- buttons that lead nowhere ---------------------------------------------------------
+
+
+class _Config:
+    def __init__(self):
+        self.html_theme_options = {
+            "repository_url": "https://github.com/placeholder/placeholder",
+            "use_repository_button": True,
+            "launch_buttons": {"binderhub_url": "https://mybinder.org"},
+        }
+
+
+class _App:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [(None, False), ("", False), ("https://github.com/owner/the-book", True)],
+)
+def test_repository_buttons_only_with_a_real_url(monkeypatch, url, shown):
+    """No URL at build time: no repository button, no launch menu (a 404 and a Binder error)."""
+    from bookbuild import load_extension
+
+    links = load_extension("repository_links")
+    if url is None:
+        monkeypatch.delenv(links.URL_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(links.URL_VARIABLE, url)
+    app, config = _App(), _Config()
+    links._configure(app, config)
+    options = config.html_theme_options
+    assert options["use_repository_button"] is shown
+    assert bool(options["launch_buttons"]) is shown
+    assert options["repository_url"] == (url if shown else "")
+
+
+def test_repository_url_must_be_a_repository(monkeypatch):
+    from bookbuild import load_extension
+    from sphinx.errors import ConfigError
+
+    links = load_extension("repository_links")
+    monkeypatch.setenv(links.URL_VARIABLE, "github.com/owner")
+    with pytest.raises(ConfigError, match=links.URL_VARIABLE):
+        links._configure(_App(), _Config())
+
+
+def test_pdf_publishing_links_every_page_once(tmp_path):
+    """pdf_book.py's publish step: the PDF beside the HTML, one entry per page, twice is once."""
+    from bookbuild import load_extension
+
+    pdf_book = load_extension("pdf_book")
+    (tmp_path / "latex").mkdir()
+    (tmp_path / "latex" / "book.pdf").write_bytes(b"%PDF-1.5\n")
+    html = tmp_path / "html"
+    (html / "book").mkdir(parents=True)
+    menu = (
+        '<div class="dropdown dropdown-download-buttons"><button>d</button>\n'
+        '<ul class="dropdown-menu">\n</ul></div>'
+    )
+    (html / "book" / "chapter.html").write_text(f'<div class="article-header-buttons">{menu}</div>')
+    (html / "search.html").write_text('<div class="article-header-buttons"></div>')
+    assert len(pdf_book.publish(tmp_path, "book.pdf")) == 2
+    assert pdf_book.publish(tmp_path, "book.pdf") == []
+    assert (html / "book.pdf").read_bytes() == b"%PDF-1.5\n"
+    chapter = (html / "book" / "chapter.html").read_text()
+    assert chapter.count('href="../book.pdf"') == 1 and "dropdown-item" in chapter
+    assert (html / "search.html").read_text().count('href="book.pdf"') == 1
+    assert _broken_on_disk(html) == []
