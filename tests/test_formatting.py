@@ -192,3 +192,20 @@ def test_captioned_table_wraps_a_pipe_table():
         captioned_table("| | x |\n|---|---|\n| a | 1 |", caption="X.", name="tab-x")
     with pytest.raises(ValueError, match="pipe table"):
         captioned_table("no table", caption="X.", name="tab-x")
+
+
+def test_tables_read_in_plain_jupyter():
+    """The .ipynb download turns both table directives into a caption and a pipe table."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bookbuild import load_extension
+
+    from attnscale.formatting import captioned_table
+
+    plain = load_extension("notebook_downloads")._plain_tables
+    listed = results_table(["arm", "loss"], [["O", ("1.2", "-0.1 ± 0.2")]], caption="Loss.", name="tab-x")
+    assert plain(listed) == "*Loss.*\n\n| arm | loss |\n| --- | --- |\n| O | 1.2<br>\u22120.1 ± 0.2 |\n\n"
+    piped = captioned_table("| n | x |\n|---|---:|\n| 2 | 1 |", caption="X.", name="tab-y")
+    assert plain(piped) == "*X.*\n\n| n | x |\n|---|---:|\n| 2 | 1 |\n\n"
