@@ -168,8 +168,9 @@ def build_pdf(html_build: subprocess.CompletedProcess) -> tuple[subprocess.Compl
     """Build the PDF of the book that ``html_build`` (from :func:`build_book`) built.
 
     Runs ``jupyter-book build`` with :data:`PDF_BUILD_FLAGS` on the same
-    source and output folders, then copies the PDF next to the HTML, as the
-    README's PDF command does.  Returns the process and ``_build/latex/<name>.pdf``.
+    source and output folders, then publishes the PDF next to the HTML and
+    links it from every page (``book/_ext/pdf_book.py``), as the README's PDF
+    command does.  Returns the process and ``_build/latex/<name>.pdf``.
     """
     arguments = list(html_build.args)
     source = Path(arguments[2])
@@ -179,5 +180,8 @@ def build_pdf(html_build: subprocess.CompletedProcess) -> tuple[subprocess.Compl
     result = subprocess.run(command, capture_output=True, text=True, cwd=source, check=False)
     pdf = output / "_build" / "latex" / pdf_name()
     if result.returncode == 0 and pdf.exists():
-        shutil.copyfile(pdf, output / "_build" / "html" / pdf.name)
+        # the README's publishing step: the PDF next to the HTML, linked from every page
+        publish = [sys.executable, str(source / "book" / "_ext" / "pdf_book.py"), str(output / "_build")]
+        publish += ["--config", str(source / "_config.yml")]
+        subprocess.run(publish, check=True, cwd=source, capture_output=True, text=True)
     return result, pdf

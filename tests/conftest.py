@@ -15,6 +15,8 @@ the tests that read the built book come last.
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import shutil
 import subprocess
@@ -154,6 +156,25 @@ def background_pdf(request, built_book):
         return None
     record["thread"].join()
     return record.get("pdf")
+
+
+@pytest.fixture(scope="session")
+def served_book(built_book):
+    """The session's HTML build served on 127.0.0.1 (a plain static server): its base URL."""
+    result, html = built_book
+    assert result.returncode == 0, "the book build failed; see test_book_builds_clean"
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
 
 
 @pytest.fixture(scope="module")

@@ -29,12 +29,9 @@ reader meets it:
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import re
-import threading
 from pathlib import Path
 
 import pytest
@@ -63,21 +60,9 @@ async () => {
 
 
 @pytest.fixture(scope="module")
-def served(built_book):
-    result, html = built_book
-    assert result.returncode == 0, "the book build failed; see test_book_builds_clean"
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+def served(served_book):
+    """The build served over HTTP (tests/conftest.py)."""
+    return served_book
 
 
 PAGES = toc_files()
@@ -161,7 +146,7 @@ def _visit(browser, served, page):
     tab.goto(f"{served}/{page}.html", wait_until="load")
     report = {"render": tab.evaluate(PAGE_CHECK)}
     report["code"] = tab.evaluate(CODE_SHARE)
-    report["images"] = tab.evaluate(IMAGE_SCALES)
+    report["tables"] = tab.evaluate(TABLES)
     # what a reader's browser reported; axe's own stylesheet fetches (it
     # resolves the theme's @import against the page, a 404) come after
     report["problems"] = list(problems)
@@ -177,6 +162,8 @@ def _visit(browser, served, page):
             tab.emulate_media(color_scheme=theme)
             backgrounds.add((theme, tab.evaluate(SET_THEME, theme)))
             report[size, theme] = tab.evaluate(FIT_CHECK)
+            if theme == "light":
+                report["figures", size] = tab.evaluate(FIGURE_SIZES)
             report["axe", size, theme] = tab.evaluate(AXE_RUN, AXE_RUNS[size, theme])
             _screenshot(tab, f"{Path(page).name}-{size}-{theme}")
     tab.close()
@@ -414,25 +401,150 @@ def test_accessibility(browser, served, page, size, theme):
 
 
 # ---------------------------------------------------------------------------
-# Figure text: at least 9 CSS pixels as displayed on a 1400-pixel screen.
+# Figure text: at least 9 CSS pixels as displayed, or the figure opens full size.
 
 MIN_TEXT_PX = 9.0
 
-IMAGE_SCALES = """
-() => [...document.querySelectorAll("article.bd-article img")]
-  .filter(img => img.src.endsWith(".svg") && img.naturalWidth > 0)
-  .map(img => ({src: img.src.split("/").pop(), scale: img.getBoundingClientRect().width / img.naturalWidth}))
+#: Every figure of the article as laid out: each SVG image's URL, its
+#: displayed and natural widths, and where a tap on it leads; each inline
+#: SVG's smallest text (the calculator's figures) in CSS pixels.
+FIGURE_SIZES = """
+() => {
+  const article = document.querySelector("article.bd-article");
+  const images = [...article.querySelectorAll("img")]
+    .filter(img => new URL(img.src).pathname.endsWith(".svg") && img.naturalWidth > 0)
+    .map(img => ({
+      src: img.src,
+      shown: img.getBoundingClientRect().width,
+      natural: img.naturalWidth,
+      link: img.closest("a[href]") ? img.closest("a[href]").href : null,
+    }));
+  const inline = [...article.querySelectorAll("svg")]
+    .filter(svg => svg.querySelector("text") && svg.getBoundingClientRect().width > 0)
+    .map(svg => {
+      const sizes = [...svg.querySelectorAll("text")].filter(t => t.textContent.trim()).map(t => {
+        const m = t.getScreenCTM();
+        return parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+      });
+      return {id: svg.id || svg.closest("[id]")?.id || "(inline svg)", px: Math.min(...sizes)};
+    });
+  return {images, inline};
+}
 """
+
+#: Text in an SVG that matplotlib wrote: as paths (svg.fonttype "path"), a
+#: text is a group scaled by font size / 100 (matplotlib's text-to-path
+#: FONT_SCALE); as text (fonttype "none"), a font size in its style.
+_PATH_TEXT = re.compile(
+    r'<g transform="translate\([^)]*\)(?: rotate\([^)]*\))? scale\(([\d.e-]+) -[\d.e-]+\)">'
+)
+_TEXT_STYLE = re.compile(r"<text[^>]*style=\"[^\"]*font(?:-size)?:[^;\"]*?([\d.]+)px")
+_VIEWBOX = re.compile(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+) [\d.]+"')
+
+
+def svg_text_size(path: Path) -> tuple[float, float]:
+    """(smallest font size, viewBox width) of an SVG, both in its user units.
+
+    The font size is that of each text as a whole (mathtext's sub- and
+    superscripts, 0.7 of it by typographic convention, are part of it).
+    """
+    text = path.read_text(errors="ignore")
+    width = _VIEWBOX.search(text)
+    assert width, f"{path.name} has no viewBox"
+    sizes = [float(s) * 100 for s in _PATH_TEXT.findall(text)] + [float(s) for s in _TEXT_STYLE.findall(text)]
+    return (min(sizes) if sizes else float("inf")), float(width.group(1))
+
+
+def _figure_text(built_book, visit, size):
+    """Each SVG figure's smallest text in CSS px as shown and at full size, and whether a tap opens it."""
+    from urllib.parse import unquote, urlsplit
+
+    _, html = built_book
+    found = []
+    for image in visit["figures", size]["images"]:
+        path = html / unquote(urlsplit(image["src"]).path).lstrip("/")
+        font, width = svg_text_size(path)
+        found.append(
+            {
+                "figure": path.name[:12],
+                "shown px": round(font * image["shown"] / width, 1),
+                "full-size px": round(font * image["natural"] / width, 1),
+                "opens full size": image["link"] is not None
+                and urlsplit(image["link"]).path == urlsplit(image["src"]).path,
+            }
+        )
+    return found
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
-def test_figure_text_is_legible(browser, served, page):
-    """The smallest text of the book style, scaled as displayed, is >= 9 px at 1400 px."""
-    from attnscale.plotting import BOOK_STYLE
+def test_figure_text_is_legible(browser, served, built_book, page):
+    """At 1400 px every figure's smallest text is >= 9 CSS px as displayed.
 
-    smallest_pt = min(v for k, v in BOOK_STYLE.items() if k.endswith(("size", "fontsize")))
-    images = _visit(browser, served, page)["images"]
-    # an SVG's natural size is its size in points * 4/3 (CSS px); its text scales with it
-    small = [(i["src"], round(smallest_pt * 4 / 3 * i["scale"], 1)) for i in images]
-    small = [(src, px) for src, px in small if px < MIN_TEXT_PX]
-    assert small == [], f"{page}: figure text below {MIN_TEXT_PX} px as displayed: {small}"
+    At 390 px (a phone) too, unless a tap on the figure opens its SVG at
+    full size, where its smallest text is >= 9 px.  Text drawn on the page
+    (the calculator's inline SVG) has no full size: >= 9 px at both widths.
+    """
+    visit = _visit(browser, served, page)
+    small = []
+    for size in WIDTHS:
+        for figure in _figure_text(built_book, visit, size):
+            print(f"\n{page} ({size}): {figure}")
+            legible = figure["shown px"] >= MIN_TEXT_PX
+            if size == "phone" and not legible:
+                legible = figure["opens full size"] and figure["full-size px"] >= MIN_TEXT_PX
+            if not legible:
+                small.append((size, figure))
+        for svg in visit["figures", size]["inline"]:
+            if svg["px"] < MIN_TEXT_PX:
+                small.append((size, svg))
+    assert small == [], f"{page}: figure text below {MIN_TEXT_PX} px: {small}"
+
+
+def test_svg_text_size_reads_matplotlib_figures(tmp_path):
+    """svg_text_size finds the smallest text matplotlib drew, as paths and as text."""
+    import matplotlib
+
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+
+    for fonttype in ("path", "none"):
+        with matplotlib.rc_context({"svg.fonttype": fonttype}):
+            fig, ax = plt.subplots(figsize=(4, 3))
+            ax.plot([0, 1], [0, 1], label="a line")
+            ax.set_xlabel(r"$\alpha$ label", fontsize=11)
+            ax.tick_params(labelsize=8.5)
+            ax.legend(fontsize=7.5)
+            fig.savefig(tmp_path / f"{fonttype}.svg")
+            plt.close(fig)
+        font, width = svg_text_size(tmp_path / f"{fonttype}.svg")
+        assert (round(font, 2), width) == (7.5, 288.0), (fonttype, font, width)
+
+
+# ---------------------------------------------------------------------------
+# Results tables: numbered, captioned, a header on every column.
+
+TABLES = """
+() => [...document.querySelectorAll("article.bd-article table")]
+  .filter(t => !t.closest("dl.py"))  // the API reference's docstring tables
+  .map(t => ({
+    caption: t.caption ? t.caption.textContent.trim().replace(/\\s+/g, " ").slice(0, 80) : "",
+    numbered: !!(t.caption && t.caption.querySelector(".caption-number")),
+    emptyHeaders: [...t.querySelectorAll("th")].filter(th => !th.textContent.trim()).length,
+    head: [...t.querySelectorAll("th")].map(th => th.textContent.trim()).join(" | ").slice(0, 80),
+  }))
+"""
+
+#: Pages whose tables this test does not hold yet, and why.
+TABLES_NOT_YET = {
+    "book/recipes": "its tables are edited together with the calculator (issue 32 left them to that work)",
+}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
+def test_results_tables_are_captioned(browser, served, page):
+    """Every table of a page (but the API's docstrings) has a numbered caption and no empty header cell."""
+    tables = _visit(browser, served, page)["tables"]
+    bad = [t for t in tables if not (t["caption"] and t["numbered"]) or t["emptyHeaders"]]
+    if bad and page in TABLES_NOT_YET:
+        pytest.xfail(f"{page}: {TABLES_NOT_YET[page]} ({len(bad)} tables)")
+    assert bad == [], f"{page}: tables without a numbered caption or with empty header cells: {bad}"

@@ -137,3 +137,75 @@ def test_numpy_scalars_are_accepted():
 def test_bad_input_is_refused(call, error, name):
     with pytest.raises(error, match=name):
         call()
+
+
+# -- results tables -----------------------------------------------------------------
+
+from attnscale.formatting import results_table, typographic_minus  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("-0.003", "\u22120.003"),
+        ("1.776 (-0.003 ± 0.016)", "1.776 (\u22120.003 ± 0.016)"),
+        ("-.5", "\u2212.5"),
+        ("Xavier-uniform", "Xavier-uniform"),
+        ("600-699", "600-699"),
+        ("$x^{-1}$ and -2", "$x^{-1}$ and \u22122"),
+        ("d-1", "d-1"),
+    ],
+)
+def test_typographic_minus(text, expected):
+    assert typographic_minus(text) == expected
+
+
+def test_results_table_is_a_captioned_list_table():
+    rows = [["O", -1.5], ["A", ("1.2", "-0.1 ± 0.2")]]
+    text = results_table(["arm", "$n = 64$"], rows, caption="Loss.", name="tab-x")
+    assert text.startswith("````{list-table} Loss.\n:name: tab-x\n:header-rows: 1\n")
+    assert "\u22121.5" in text and "-" not in text.split("\n\n", 1)[1].replace("* -", "").replace("  -", "")
+    assert "\n    \u22120.1 ± 0.2" in text
+
+
+@pytest.mark.parametrize(
+    ("header", "rows", "caption", "name", "match"),
+    [
+        (["", "x"], [["a", 1]], "c", "tab-a", "header"),
+        (["a", "b"], [["a"]], "c", "tab-a", "every row"),
+        (["a"], [["a"]], "  ", "tab-a", "caption"),
+        (["a"], [["a"]], "c", "tab a", "name"),
+        (["a"], [["x\ny"]], "c", "tab-a", "one line"),
+    ],
+)
+def test_results_table_refuses_what_a_reader_cannot_use(header, rows, caption, name, match):
+    with pytest.raises(ValueError, match=match):
+        results_table(header, rows, caption=caption, name=name)
+
+
+def test_captioned_table_wraps_a_pipe_table():
+    from attnscale.formatting import captioned_table
+
+    text = captioned_table("| n | x |\n|---|---:|\n| 2 | -1.5 |", caption="X.", name="tab-x")
+    assert text == "```{table} X.\n:name: tab-x\n\n| n | x |\n|---|---:|\n| 2 | \u22121.5 |\n```\n"
+    with pytest.raises(ValueError, match="header"):
+        captioned_table("| | x |\n|---|---|\n| a | 1 |", caption="X.", name="tab-x")
+    with pytest.raises(ValueError, match="pipe table"):
+        captioned_table("no table", caption="X.", name="tab-x")
+
+
+def test_tables_read_in_plain_jupyter():
+    """The .ipynb download turns both table directives into a caption and a pipe table."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bookbuild import load_extension
+
+    from attnscale.formatting import captioned_table
+
+    plain = load_extension("notebook_downloads")._plain_tables
+    listed = results_table(["arm", "loss"], [["O", ("1.2", "-0.1 ± 0.2")]], caption="Loss.", name="tab-x")
+    assert plain(listed) == "*Loss.*\n\n| arm | loss |\n| --- | --- |\n| O | 1.2<br>\u22120.1 ± 0.2 |\n\n"
+    piped = captioned_table("| n | x |\n|---|---:|\n| 2 | 1 |", caption="X.", name="tab-y")
+    assert plain(piped) == "*X.*\n\n| n | x |\n|---|---:|\n| 2 | 1 |\n\n"

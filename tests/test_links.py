@@ -1,16 +1,51 @@
-"""No broken internal link in the built book: every target page and anchor exists."""
+"""No dead link in the built book: every local link and asset resolves, from disk and over HTTP.
+
+A reader opens the book either from a web server or straight from the disk
+(``_build/html/index.html`` under file://).  For both, every local
+reference of every page -- links (``<a href>``), images, scripts, style
+sheets, icons, ``srcset`` candidates, and the ``url(...)`` inside the local
+style sheets (fonts, icons) -- must lead somewhere:
+
+* **file://**: the referenced file exists (a query string is ignored, as
+  the browser ignores it there; a folder is not enough, since no server
+  turns it into its ``index.html``), and an ``#anchor`` into a page names
+  an element id of that page;
+* **HTTP**: the same references, requested from a plain static server,
+  answer 200.
+
+The PDF is linked only when it exists (``book/_ext/pdf_book.py``), so it is
+no exception here.
+"""
 
 from __future__ import annotations
 
 import re
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
-from bookbuild import pdf_name
 
 pytestmark = pytest.mark.book
+
+#: Attributes that reference another file, by tag.
+REFERENCES = {
+    "a": ("href",),
+    "area": ("href",),
+    "link": ("href",),
+    "img": ("src", "srcset"),
+    "source": ("src", "srcset"),
+    "script": ("src",),
+    "iframe": ("src",),
+    "video": ("src", "poster"),
+    "audio": ("src",),
+    "object": ("data",),
+    "embed": ("src",),
+}
+CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""")
 
 
 class _Collector(HTMLParser):
@@ -20,12 +55,21 @@ class _Collector(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        if "id" in attrs:
-            self.ids.add(attrs["id"])
-        if tag == "a" and attrs.get("href"):
-            self.links.append(attrs["href"])
-        if tag in ("img", "script", "link") and (attrs.get("src") or attrs.get("href")):
-            self.links.append(attrs.get("src") or attrs.get("href"))
+        for key in ("id", "name") if tag == "a" else ("id",):
+            if attrs.get(key):
+                self.ids.add(attrs[key])
+        for name in REFERENCES.get(tag, ()):
+            value = attrs.get(name)
+            if not value:
+                continue
+            if name == "srcset":
+                self.links += [part.strip().split()[0] for part in value.split(",") if part.strip()]
+            else:
+                self.links.append(value.strip())
+        if tag == "meta" and (attrs.get("http-equiv") or "").lower() == "refresh":
+            target = re.search(r"url=(.+)", attrs.get("content") or "", re.I)
+            if target:
+                self.links.append(target.group(1).strip("'\" "))
 
 
 def _parse(path: Path) -> _Collector:
@@ -34,28 +78,99 @@ def _parse(path: Path) -> _Collector:
     return collector
 
 
-def test_internal_links_resolve(built_book):
+def _is_local(link: str) -> bool:
+    parts = urlsplit(link)
+    return not (parts.scheme or parts.netloc or link.startswith(("mailto:", "javascript:", "data:")))
+
+
+def _references(html: Path):
+    """Yield (referring file, link) for every local reference of the build's pages and style sheets."""
+    pages = [p for p in html.rglob("*.html") if "_static" not in p.parts]
+    sheets = set()
+    for page in pages:
+        for link in _parse(page).links:
+            if not _is_local(link):
+                continue
+            yield page, link
+            path = urlsplit(link).path
+            if path.endswith(".css"):
+                sheets.add((page.parent / unquote(path)).resolve())
+    for sheet in sorted(sheets):
+        if not sheet.exists():
+            continue  # reported as the page's broken link
+        for _, link in CSS_URL.findall(sheet.read_text(errors="ignore")):
+            if _is_local(link) and not link.startswith("#"):
+                yield sheet, link
+
+
+def _broken_on_disk(html: Path) -> list[str]:
+    ids: dict[Path, set] = {}
+    broken = []
+    for source, link in _references(html):
+        parts = urlsplit(link)
+        target = (source.parent / unquote(parts.path)).resolve() if parts.path else source
+        where = f"{source.relative_to(html)} -> {link}"
+        if not target.exists():
+            broken.append(where)
+        elif target.is_dir():
+            broken.append(f"{where} (a folder: under file:// no index.html is served)")
+        elif parts.fragment and target.suffix == ".html":
+            if target not in ids:
+                ids[target] = _parse(target).ids
+            if unquote(parts.fragment) not in ids[target]:
+                broken.append(f"{where} (no such anchor)")
+    return broken
+
+
+def test_local_links_and_assets_resolve_from_disk(built_book):
+    """Under file://: every local link and asset is a file, every anchor an id of its page."""
     result, html = built_book
     assert result.returncode == 0, "the book build failed; see test_book_builds_clean"
-    # the book's pages; _static holds theme templates, not pages
-    pages = {path: _parse(path) for path in html.rglob("*.html") if "_static" not in path.parts}
-    broken = []
-    for page, collector in pages.items():
-        for link in collector.links:
-            parts = urlsplit(link)
-            if parts.scheme or parts.netloc or link.startswith(("mailto:", "javascript:")):
-                continue
-            if parts.path.endswith(f"/{pdf_name()}") or parts.path == pdf_name():
-                continue  # the PDF is made by a second build: tests/test_pdf.py checks these links
-            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
-            if not target.exists():
-                broken.append(f"{page.relative_to(html)} -> {link}")
-                continue
-            if parts.fragment and target.suffix == ".html":
-                ids = pages[target].ids if target in pages else _parse(target).ids
-                if unquote(parts.fragment) not in ids:
-                    broken.append(f"{page.relative_to(html)} -> {link} (no such anchor)")
-    assert broken == [], "\n".join(broken[:20])
+    broken = _broken_on_disk(html)
+    assert broken == [], f"{len(broken)} dead local links:\n" + "\n".join(broken[:30])
+
+
+def test_local_links_and_assets_resolve_over_http(built_book, served_book):
+    """Over HTTP: every local link and asset of every page answers 200."""
+    _, html = built_book
+    urls: dict[str, str] = {}
+    for source, link in _references(html):
+        base = f"{served_book}/{source.relative_to(html).as_posix()}"
+        url = urljoin(base, link).split("#", 1)[0]
+        urls.setdefault(url, f"{source.relative_to(html)} -> {link}")
+
+    def status(url: str) -> int:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        codes = dict(zip(urls, pool.map(status, urls), strict=True))
+    broken = [f"{urls[url]} ({code})" for url, code in codes.items() if code != 200]
+    assert len(urls) > 100, f"only {len(urls)} local URLs found: is the build complete?"
+    assert broken == [], f"{len(broken)} dead local links over HTTP:\n" + "\n".join(broken[:30])
+
+
+def test_the_link_checker_finds_a_dead_link(tmp_path):
+    """The checker itself: a missing page, a missing anchor, a missing image, a folder, a CSS font."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "ok.html").write_text('<p id="here">x</p>')
+    (tmp_path / "style.css").write_text("@font-face { src: url('fonts/gone.woff2'); }")
+    (tmp_path / "page.html").write_text(
+        '<link rel="stylesheet" href="style.css?v=1"><a href="ok.html#here">fine</a>'
+        '<a href="ok.html#nowhere">anchor</a><a href="gone.html">page</a>'
+        '<img src="gone.svg"><a href="sub/">folder</a><a href="https://example.org/x">external</a>'
+    )
+    broken = _broken_on_disk(tmp_path)
+    assert broken == [
+        "page.html -> ok.html#nowhere (no such anchor)",
+        "page.html -> gone.html",
+        "page.html -> gone.svg",
+        "page.html -> sub/ (a folder: under file:// no index.html is served)",
+        "style.css -> fonts/gone.woff2",
+    ], broken
 
 
 def test_every_numbered_equation_has_a_permalink(built_book):
@@ -70,3 +185,74 @@ def test_every_numbered_equation_has_a_permalink(built_book):
         )
         total += len(numbers)
     assert total >= 20, f"only {total} numbered equations in the book"
+
+
+# -- buttons that lead nowhere ---------------------------------------------------------
+
+
+class _Config:
+    def __init__(self):
+        self.html_theme_options = {
+            "repository_url": "https://github.com/placeholder/placeholder",
+            "use_repository_button": True,
+            "launch_buttons": {"binderhub_url": "https://mybinder.org"},
+        }
+
+
+class _App:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [(None, False), ("", False), ("https://github.com/owner/the-book", True)],
+)
+def test_repository_buttons_only_with_a_real_url(monkeypatch, url, shown):
+    """No URL at build time: no repository button, no launch menu (a 404 and a Binder error)."""
+    from bookbuild import load_extension
+
+    links = load_extension("repository_links")
+    if url is None:
+        monkeypatch.delenv(links.URL_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(links.URL_VARIABLE, url)
+    app, config = _App(), _Config()
+    links._configure(app, config)
+    options = config.html_theme_options
+    assert options["use_repository_button"] is shown
+    assert bool(options["launch_buttons"]) is shown
+    assert options["repository_url"] == (url if shown else "")
+
+
+def test_repository_url_must_be_a_repository(monkeypatch):
+    from bookbuild import load_extension
+    from sphinx.errors import ConfigError
+
+    links = load_extension("repository_links")
+    monkeypatch.setenv(links.URL_VARIABLE, "github.com/owner")
+    with pytest.raises(ConfigError, match=links.URL_VARIABLE):
+        links._configure(_App(), _Config())
+
+
+def test_pdf_publishing_links_every_page_once(tmp_path):
+    """pdf_book.py's publish step: the PDF beside the HTML, one entry per page, twice is once."""
+    from bookbuild import load_extension
+
+    pdf_book = load_extension("pdf_book")
+    (tmp_path / "latex").mkdir()
+    (tmp_path / "latex" / "book.pdf").write_bytes(b"%PDF-1.5\n")
+    html = tmp_path / "html"
+    (html / "book").mkdir(parents=True)
+    menu = (
+        '<div class="dropdown dropdown-download-buttons"><button>d</button>\n'
+        '<ul class="dropdown-menu">\n</ul></div>'
+    )
+    (html / "book" / "chapter.html").write_text(f'<div class="article-header-buttons">{menu}</div>')
+    (html / "search.html").write_text('<div class="article-header-buttons"></div>')
+    assert len(pdf_book.publish(tmp_path, "book.pdf")) == 2
+    assert pdf_book.publish(tmp_path, "book.pdf") == []
+    assert (html / "book.pdf").read_bytes() == b"%PDF-1.5\n"
+    chapter = (html / "book" / "chapter.html").read_text()
+    assert chapter.count('href="../book.pdf"') == 1 and "dropdown-item" in chapter
+    assert (html / "search.html").read_text().count('href="book.pdf"') == 1
+    assert _broken_on_disk(html) == []

@@ -20,6 +20,9 @@ cannot do itself:
   caption of the figure above;
 * an ``{only} latex`` block becomes its text and an ``{only} html`` block
   (the recipes page's calculator form) is left out;
+* a numbered table (``{table}`` around a pipe table, or ``{list-table}``,
+  as ``attnscale.formatting`` writes them into cell outputs and glued
+  Markdown) becomes a pipe table with its caption in italics above it;
 * other MyST roles become plain text: ``{cite:p}`a,b``` -> "[a, b]",
   ``{ref}`label``` -> "label", ``{eq}`label``` -> "(label)".
 
@@ -131,6 +134,44 @@ def _flatten_roles(source: str, values: dict) -> str:
     return ROLE.sub(replace, source)
 
 
+TABLE_BLOCK = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{(?P<kind>table|list-table)\}[ \t]*(?P<caption>[^\n]*)\n"
+    r"(?P<options>(?:[ \t]*:[\w-]+:[^\n]*\n)*)(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.S | re.M,
+)
+
+
+def _list_table_rows(body: str) -> list[list[str]]:
+    """The rows of a ``{list-table}`` body: ``* - a`` starts a row, ``  - b`` a cell."""
+    rows: list[list[str]] = []
+    for line in body.splitlines():
+        if line.startswith("* -"):
+            rows.append([line[3:].strip()])
+        elif line.startswith("  -") and rows:
+            rows[-1].append(line[3:].strip())
+        elif line.strip() and rows:  # a cell's further line (a mean's interval)
+            rows[-1][-1] += "<br>" + line.strip()
+    return rows
+
+
+def _plain_tables(text: str) -> str:
+    """MyST table directives as what plain Jupyter renders: a caption, then a pipe table."""
+
+    def table(match):
+        caption = match.group("caption").strip()
+        body = match.group("body").strip("\n")
+        if match.group("kind") == "list-table":
+            rows = _list_table_rows(body)
+            if not rows:
+                return match.group(0)
+            lines = ["| " + " | ".join(row) + " |" for row in rows]
+            lines.insert(1, "|" + " --- |" * len(rows[0]))
+            body = "\n".join(lines)
+        return (f"*{caption}*\n\n" if caption else "") + body + "\n"
+
+    return TABLE_BLOCK.sub(table, text)
+
+
 def reader_copy(notebook: dict, values: dict) -> dict:
     """The executed notebook as a reader opens it in plain Jupyter.
 
@@ -141,7 +182,11 @@ def reader_copy(notebook: dict, values: dict) -> dict:
     _show_figures(notebook, values)
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") == "markdown":
-            cell["source"] = _flatten_roles(_plain(cell["source"]), values)
+            cell["source"] = _plain_tables(_flatten_roles(_plain(cell["source"]), values))
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/markdown" in data:
+                data["text/markdown"] = _plain_tables(_plain(data["text/markdown"]))
     return notebook
 
 

@@ -30,17 +30,23 @@ that route for this book:
   in Debian's 500 MB ``texlive-fonts-extra``), pgfplots and tikz that the book
   does not use; the two environments of that class that the notebook cells
   need are defined in the preamble below.
-* **Linked from every web page.**  Each HTML page gets a "Whole book (.pdf)"
-  entry in its download menu (a header button on the generated pages that
-  have no download menu), pointing at ``<html root>/<name>.pdf``, where
-  ``<name>`` is ``latex.latex_documents.targetname`` of ``_config.yml``.
-  The PDF build writes ``_build/latex/<name>.pdf``; the README's PDF command
-  copies it next to the HTML, and an HTML build that finds it there copies it
-  too.
+* **Linked from every web page, when it exists.**  The PDF build writes
+  ``_build/latex/<name>.pdf`` (``<name>``: ``latex.latex_documents.targetname``
+  of ``_config.yml``).  An HTML build that finds it there (or already beside
+  the HTML) copies it to ``<html root>/<name>.pdf`` and gives each page a
+  "Whole book (.pdf)" entry in its download menu (a header button on the
+  generated pages that have no download menu).  An HTML build without the
+  PDF offers no such entry: a link to a file that is not there is a 404.
+  Built the other way round (the README: HTML first, then the PDF, which
+  reuses the HTML build's executed chapters), ``python
+  book/_ext/pdf_book.py _build`` publishes it: it copies the PDF next to
+  the HTML and adds the same entry to every page.
 """
 
 from __future__ import annotations
 
+import posixpath
+import re
 import shutil
 from pathlib import Path
 
@@ -187,24 +193,43 @@ class PlainProofs(SphinxPostTransform):
 # -- HTML: the link to the PDF ---------------------------------------------------
 
 
+ENTRY_TEXT = "Whole book (.pdf)"
+ENTRY_TOOLTIP = "Download the whole book as one PDF"
+ENTRY_LABEL = "download-book-pdf-button"
+
+
+def _pdf_available(app) -> bool:
+    """The PDF is (or is about to be, see _copy_built_pdf) beside the HTML."""
+    name = pdf_name(app.config)
+    outdir = Path(app.outdir)
+    return (outdir / name).exists() or (outdir.parent / "latex" / name).exists()
+
+
 def _link_pdf(app, pagename, templatename, context, doctree):
-    """A download-menu entry (or a header button) for the whole book's PDF."""
+    """A download-menu entry (or a header button) for the whole book's PDF, if there is one."""
     buttons = context.get("header_buttons")
     if buttons is None:  # not sphinx-book-theme
+        return
+    if not getattr(app, "_pdf_book_available", False):
         return
     entry = {
         "type": "link",
         "url": context["pathto"](pdf_name(app.config), 1),
-        "text": "Whole book (.pdf)",
-        "tooltip": "Download the whole book as one PDF",
+        "text": ENTRY_TEXT,
+        "tooltip": ENTRY_TOOLTIP,
         "icon": "fas fa-file-pdf",
-        "label": "download-book-pdf-button",
+        "label": ENTRY_LABEL,
     }
     for button in buttons:
         if button.get("label") == "download-buttons":
             button["buttons"].insert(0, entry)
             return
     buttons.append(entry)
+
+
+def _check_pdf(app):
+    if app.builder.format == "html":
+        app._pdf_book_available = _pdf_available(app)
 
 
 def _copy_built_pdf(app, exception):
@@ -217,6 +242,78 @@ def _copy_built_pdf(app, exception):
         logger.info("pdf_book: copied %s into the HTML output", built)
 
 
+# -- publishing a PDF built after the HTML ------------------------------------------
+
+_MENU = re.compile(r'(<div class="dropdown dropdown-download-buttons">.*?<ul class="dropdown-menu">)', re.S)
+_HEADER = re.compile(r'(<div class="article-header-buttons">)')
+
+
+def _entry_html(href: str, in_menu: bool) -> str:
+    """The theme's markup for a link button (sphinx-book-theme's macros/buttons.html)."""
+    extra, placement = (" dropdown-item", "left") if in_menu else ("", "bottom")
+    link = (
+        f'<a href="{href}" target="_blank"\n'
+        f'   class="btn btn-sm btn-{ENTRY_LABEL}{extra}"\n'
+        f'   title="{ENTRY_TOOLTIP}"\n'
+        f'   data-bs-placement="{placement}" data-bs-toggle="tooltip"\n>\n'
+        '<span class="btn__icon-container">\n  <i class="fas fa-file-pdf"></i>\n  </span>\n'
+        f'<span class="btn__text-container">{ENTRY_TEXT}</span>\n</a>'
+    )
+    return f"\n      <li>{link}\n</li>" if in_menu else "\n" + link
+
+
+def publish(build: Path, name: str) -> list[Path]:
+    """Copy ``build/latex/<name>`` into ``build/html`` and link it from every page.
+
+    Returns the pages changed.  Pages that already link it are left alone, so
+    running it twice changes nothing.
+    """
+    build = Path(build)
+    pdf, html = build / "latex" / name, build / "html"
+    if not pdf.exists():
+        raise FileNotFoundError(f"no PDF at {pdf}: build it first (README, 'The PDF')")
+    if not html.is_dir():
+        raise FileNotFoundError(f"no HTML build at {html}")
+    shutil.copyfile(pdf, html / name)
+    changed = []
+    for page in sorted(html.rglob("*.html")):
+        if "_static" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        if f"btn-{ENTRY_LABEL}" in text:
+            continue
+        href = posixpath.relpath((html / name).as_posix(), page.parent.as_posix())
+        in_menu = _MENU.search(text)
+        found = in_menu or _HEADER.search(text)
+        if found:
+            cut = found.end(1)
+            new = text[:cut] + _entry_html(href, bool(in_menu)) + text[cut:]
+            count = 1
+        else:
+            count = 0
+        if count:
+            page.write_text(new, encoding="utf-8")
+            changed.append(page)
+    return changed
+
+
+def _main(argv=None) -> int:
+    import argparse
+
+    import yaml
+
+    parser = argparse.ArgumentParser(description="Publish the built PDF next to the HTML and link it.")
+    parser.add_argument("build", nargs="?", default="_build", help="the build folder (default _build)")
+    parser.add_argument("--config", default="_config.yml", help="the book's _config.yml")
+    args = parser.parse_args(argv)
+    config = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
+    target = config.get("latex", {}).get("latex_documents", {}).get("targetname")
+    name = str(Path(target).with_suffix(".pdf")) if target else f"{config['title']}.pdf"
+    pages = publish(Path(args.build), name)
+    print(f"pdf_book: {name} published; linked from {len(pages)} pages")
+    return 0
+
+
 def setup(app):
     app.connect("config-inited", _configure, priority=900)
     # Sphinx's toctree collector numbers figures and theorems at priority 500
@@ -225,6 +322,11 @@ def setup(app):
     app.add_post_transform(RemoveCellInputs)
     app.add_post_transform(PlainProofs)
     # after sphinx-book-theme builds the header buttons (priority 501)
+    app.connect("builder-inited", _check_pdf)
     app.connect("html-page-context", _link_pdf, priority=600)
     app.connect("build-finished", _copy_built_pdf)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -17,14 +17,21 @@ functions here write what a reader expects instead:
 Both return plain Unicode text (a true minus sign ``−``, and no-break
 spaces around ``±`` and ``×`` so that a number never splits over two lines),
 ready for ``glue(name, text)`` and ``{glue:text}`name``` in a chapter.
+
+Tables of results are written by :func:`results_table` (a MyST
+``{list-table}``) or, for a Markdown pipe table a chapter already builds,
+:func:`captioned_table` (a ``{table}`` around it): each gets a caption and
+a label (so the book numbers it and a ``{numref}`` can point at it), a
+header cell in every column, and true minus signs in the numbers.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import re
 
-__all__ = ["format_number", "format_uncertain"]
+__all__ = ["captioned_table", "format_number", "format_uncertain", "results_table", "typographic_minus"]
 
 MINUS = "\u2212"
 NBSP = "\u00a0"
@@ -202,3 +209,178 @@ def format_uncertain(
     u_text = f"{u_rounded / 10.0**shared:.{decimals}f}"
     text = f"{v_text}{NBSP}±{NBSP}{u_text}"
     return text if shared == 0 else f"({text}){_power(shared)}"
+
+
+# -- tables ---------------------------------------------------------------------
+
+#: A hyphen-minus that is a sign: at the start of the text or after a space,
+#: an opening bracket or a sign, and before a digit or a decimal point.
+_HYPHEN_SIGN = re.compile(r"(?:(?<=^)|(?<=[\s(\[±=/]))-(?=\.?\d)")
+_MATH = re.compile(r"(\$[^$]*\$)")
+_LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+
+def typographic_minus(text) -> str:
+    """Replace every hyphen-minus used as a sign by a true minus sign (U+2212).
+
+    Only a hyphen that starts a number (``-0.003``, ``(-0.1``, ``± -2``) is
+    replaced; hyphenated words (``Xavier-uniform``), ranges written with a
+    hyphen between two numbers (``600-699``) and anything inside ``$...$``
+    (MathJax sets its own minus) are left alone.
+
+    Examples
+    --------
+    >>> typographic_minus("1.776 (-0.003 ± 0.016)")
+    '1.776 (−0.003 ± 0.016)'
+    >>> typographic_minus("steps 600-699, $x^{-1}$")
+    'steps 600-699, $x^{-1}$'
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    parts = _MATH.split(text)
+    return "".join(part if k % 2 else _HYPHEN_SIGN.sub(MINUS, part) for k, part in enumerate(parts))
+
+
+def _cell(value) -> str:
+    text = typographic_minus(value).strip()
+    if "\n" in text:
+        raise ValueError(f"a table cell must be one line, got {text!r}")
+    return text
+
+
+def results_table(header, rows, *, caption: str, name: str) -> str:
+    """A numbered, captioned table of results, as MyST Markdown.
+
+    Returns a ``{list-table}`` directive to display with
+    ``IPython.display.Markdown`` (or glue), which MyST-NB parses as MyST
+    (``nb_render_markdown_format: myst``): Sphinx numbers it ("Table 10.1"),
+    shows the caption above it, and ``{numref}`name``` refers to it.
+
+    Parameters
+    ----------
+    header : sequence of str
+        One heading per column; none may be empty (an empty header cell
+        tells a screen reader nothing about its column).
+    rows : sequence of sequences
+        The body; each row has ``len(header)`` cells.  A cell is text (or a
+        number, written with ``str``); hyphen-minus signs become true minus
+        signs (:func:`typographic_minus`).  A cell given as a tuple is
+        written as its items on separate lines (a mean above its interval,
+        say), each kept on one line.
+    caption : str
+        The table's caption (MyST Markdown, one paragraph).
+    name : str
+        Its label, e.g. ``"tab-lm-rope"``.
+
+    Returns
+    -------
+    str
+        The directive's text.
+
+    Raises
+    ------
+    ValueError
+        If a header cell or the caption is empty, a row has the wrong
+        number of cells, a cell spans lines, or ``name`` is not a valid
+        label.
+
+    See Also
+    --------
+    typographic_minus, format_uncertain
+
+    Examples
+    --------
+    >>> print(results_table(["arm", "loss"], [["O", -1.5]], caption="Loss.", name="tab-x"))
+    ````{list-table} Loss.
+    :name: tab-x
+    :header-rows: 1
+    :class: results-table
+    <BLANKLINE>
+    * - arm
+      - loss
+    * - O
+      - −1.5
+    ````
+    <BLANKLINE>
+    """
+    header = [_cell(h) for h in header]
+    if not header or any(not h for h in header):
+        raise ValueError(f"header must name every column, got {header!r}")
+    caption = " ".join(str(caption).split())
+    if not caption:
+        raise ValueError("caption must not be empty")
+    if not isinstance(name, str) or not _LABEL.match(name):
+        raise ValueError(f"name must be a label such as 'tab-results', got {name!r}")
+    lines = ["````{list-table} " + caption, f":name: {name}", ":header-rows: 1", ":class: results-table", ""]
+    for row in [header, *rows]:
+        row = list(row)
+        if len(row) != len(header):
+            raise ValueError(f"every row must have {len(header)} cells, got {len(row)}: {row!r}")
+        for k, value in enumerate(row):
+            items = value if isinstance(value, tuple) else (value,)
+            texts = [_cell(v) for v in items]
+            lead = "* - " if k == 0 else "  - "
+            lines.append((lead + texts[0]).rstrip())
+            for extra in texts[1:]:
+                lines += ["", "    " + extra]
+    lines.append("````")
+    return "\n".join(lines) + "\n"
+
+
+def captioned_table(table: str, *, caption: str, name: str) -> str:
+    """A Markdown pipe table, numbered and captioned, as MyST Markdown.
+
+    Wraps ``table`` in a ``{table}`` directive with ``caption`` and the label
+    ``name``, after replacing the hyphen-minus signs of its cells by true
+    minus signs (:func:`typographic_minus`).
+
+    Parameters
+    ----------
+    table : str
+        A pipe table: a header row, the alignment row (``| --- | ---: |``)
+        and the body.
+    caption : str
+        The table's caption (MyST Markdown, one paragraph).
+    name : str
+        Its label, e.g. ``"tab-results"``.
+
+    Returns
+    -------
+    str
+        The directive's text, for ``IPython.display.Markdown`` or glue.
+
+    Raises
+    ------
+    ValueError
+        If ``table`` has no header and alignment rows, a header cell is
+        empty, the caption is empty or ``name`` is not a valid label.
+
+    See Also
+    --------
+    results_table, typographic_minus
+
+    Examples
+    --------
+    >>> print(captioned_table("| n | x |\\n|---|---:|\\n| 2 | -1.5 |", caption="X.", name="tab-x"))
+    ```{table} X.
+    :name: tab-x
+    <BLANKLINE>
+    | n | x |
+    |---|---:|
+    | 2 | −1.5 |
+    ```
+    <BLANKLINE>
+    """
+    lines = [line.strip() for line in str(table).strip().splitlines()]
+    if len(lines) < 2 or not re.fullmatch(r"\|?(\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?", lines[1]):
+        raise ValueError("table must be a pipe table: a header row, then an alignment row")
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    if any(not cell for cell in header):
+        raise ValueError(f"table's header must name every column, got {header!r}")
+    caption = " ".join(str(caption).split())
+    if not caption:
+        raise ValueError("caption must not be empty")
+    if not isinstance(name, str) or not _LABEL.match(name):
+        raise ValueError(f"name must be a label such as 'tab-results', got {name!r}")
+    body = [lines[0], lines[1], *(typographic_minus(line) for line in lines[2:])]
+    return "\n".join(["```{table} " + caption, f":name: {name}", "", *body, "```"]) + "\n"

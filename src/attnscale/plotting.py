@@ -13,13 +13,23 @@ screen.
 
 from __future__ import annotations
 
-__all__ = ["use_book_style"]
+__all__ = ["MARKERS", "PALETTE", "use_book_style"]
 
 #: Formats every inline figure is rendered in.  SVG only: the HTML book and
 #: Jupyter show it, and the PDF build (which reuses the HTML build's executed
 #: chapters) converts it to PDF at the LaTeX stage (_config.yml).  Rendering a
 #: PDF beside it in every chapter cost about as much as the SVG itself.
 FIGURE_FORMATS = ("svg",)
+
+#: The colour cycle (C0, C1, ...): Okabe and Ito's palette for readers with
+#: any common colour-vision deficiency (Okabe & Ito 2008, "Color Universal
+#: Design"), without its yellow, which is too light on white; blue, orange,
+#: bluish green, vermillion, reddish purple, sky blue, black.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
+
+#: Markers to tell lines apart without colour, in the palette's order
+#: (a chapter passes ``marker=MARKERS[k]`` where lines carry markers).
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 BOOK_STYLE = {
     "figure.dpi": 100,
@@ -38,6 +48,8 @@ BOOK_STYLE = {
     "ytick.labelsize": 9.5,
     "legend.fontsize": 9.5,
     "figure.constrained_layout.use": True,
+    # (a string: matplotlib parses it, so this module needs no import of it)
+    "axes.prop_cycle": f"cycler(color={list(PALETTE)!r})",
     # text as paths: the SVG looks the same without the fonts installed
     "svg.fonttype": "path",
     # the SVG's element ids do not change from one build to the next (the
