@@ -184,6 +184,13 @@ CALLS = [
         dict(architecture="rezero", width=8, branch_scale=0.5),
         dict(width="count", branch_scale="scale"),
     ),
+    (at.accumulation_scale, dict(gaps=np.array([0.5, 1.0, 2.0])), dict(gaps="scores")),
+    (at.iid_critical_scale, dict(n=1000), dict(n="keys")),
+    (
+        at.planted_length_factor,
+        dict(top=8.0, bulk_mean=0.0, bulk_sd=1.0, n=4096, train_length=64),
+        dict(top="scores", bulk_sd="std", n="keys", train_length="keys"),
+    ),
 ]
 
 CASES = [
@@ -241,6 +248,7 @@ def test_every_public_function_is_covered():
         "paired_difference",
         "welch_tolerance",  # tests/test_intervals.py checks its arguments
         "answers",  # returns text; tests/test_advice.py checks its arguments
+        "diagnose_law",  # returns a dataclass; tests/test_diagnose.py checks its arguments
     }
     assert public - not_numeric <= covered, sorted(public - not_numeric - covered)
 

@@ -197,3 +197,20 @@ __all__ += [
     "longrope_attention_factor",
     "yarn_mscale",
 ]
+
+# Part III, which law: the gaps at the top of a row (issue 30).
+from .diagnose import (
+    LawDiagnosis,
+    accumulation_scale,
+    diagnose_law,
+    iid_critical_scale,
+    planted_length_factor,
+)
+
+__all__ += [
+    "LawDiagnosis",
+    "accumulation_scale",
+    "diagnose_law",
+    "iid_critical_scale",
+    "planted_length_factor",
+]

@@ -1,0 +1,582 @@
+r"""Which length law a head needs, read off the gaps at the top of its score rows.
+
+Chapter *Which law*.  The weight on the largest score of a row is
+
+.. math:: p_{\max} = \frac{1}{1 + \sum_{j} e^{-\alpha g_j}}
+          = \frac{1}{1 + \alpha\int_0^\infty e^{-\alpha t} N(t)\,dt},
+
+with :math:`g_j \ge 0` the gaps of the other keys below the maximum and
+:math:`N(t) = \#\{j : g_j \le t\}` the gap-counting function.  The
+*accumulation scale* :math:`A = \sup_{t>0} \log(1 + N(t))/t`
+(:func:`accumulation_scale`) bounds it from both sides (the book's
+Theorem *gap-bounds*), so the scale at which a row of :math:`n` keys stays
+in its critical window grows with :math:`n` as :math:`A` does.  For
+i.i.d. scores with survival function :math:`S`, the mean count of keys
+within :math:`t` of the top is :math:`n S(b_n - t)` with
+:math:`S(b_n) = 1/n`; the supremum of :math:`\log(nS(b_n - t))/t` sits at
+one of its two ends, the top (the hazard :math:`nf(b_n)`) or the bulk
+(:math:`\log(n/2)/(b_n - \mathrm{median})`), which gives the critical
+scale of :func:`iid_critical_scale`:
+
+- Weibull-type tails :math:`S(x) = e^{-x^\beta}`: :math:`\beta(\log n)^{1-1/\beta}`
+  (Gaussian scores: :math:`\sqrt{2\log n}` to leading order);
+- a density vanishing like :math:`(s_{\max} - s)^\kappa` at the top of a
+  bounded support: :math:`\propto n^{1/(\kappa+1)}`;
+- Pareto tails :math:`S(x) = x^{-\gamma}`: :math:`\log n\; n^{-1/\gamma}`,
+  a *falling* scale;
+- a planted target :math:`\Delta` above a bulk: :math:`\log n/\Delta`
+  (:func:`planted_length_factor`), until the bulk's own maximum reaches the
+  target.
+
+:func:`diagnose_law` estimates which of these a head's rows follow, from
+the normalized spacings of their upper order statistics, and returns the
+factor :math:`\lambda(n)` that carries the head's scale from its training
+length to others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate
+from .exact import ScoreLaw, _resolve_law
+
+__all__ = [
+    "LawDiagnosis",
+    "accumulation_scale",
+    "diagnose_law",
+    "iid_critical_scale",
+    "planted_length_factor",
+]
+
+#: Laws the diagnostic can return, with the growth of the critical scale.
+LAW_FORMULAS = {
+    "planted": "alpha(n) = alpha_L + log(n/L)/Delta (log n law), until the bulk reaches the target",
+    "weibull": "alpha_c(n) ~ (log n)^(1 - 1/beta)",
+    "bounded": "alpha_c(n) ~ n^(1/(kappa + 1))",
+    "pareto": "alpha_c(n) ~ log(n) n^(-1/gamma)",
+}
+
+
+def accumulation_scale(gaps):
+    r"""The accumulation scale :math:`A = \sup_{t>0}\log(1 + N(t))/t` of rows of gaps.
+
+    .. math:: A = \max_{k \ge 1} \frac{\log(1 + k)}{g_{(k)}},
+
+    with :math:`g_{(1)} \le g_{(2)} \le \dots` the sorted gaps of the other
+    keys below the row's maximum and :math:`N(t) = \#\{j: g_j \le t\}` (the
+    supremum sits at a jump of :math:`N`).  By the book's Theorem
+    *gap-bounds*, :math:`p_{\max} \ge 1 - A/\alpha` for :math:`\alpha > A`,
+    and :math:`p_{\max} \le 1/(1 + (m - 1) m^{-\alpha/A})` for
+    :math:`\alpha < A`, with :math:`m = 1 + N(t^*)` at the maximizing gap.
+
+    Parameters
+    ----------
+    gaps : array_like
+        Gaps :math:`g_j \ge 0` of the non-top keys, along the last axis
+        (one row per leading index); at least one per row.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        :math:`A \ge 0` per row (``inf`` when two keys tie with the top).
+
+    See Also
+    --------
+    diagnose_law : reads the growth of :math:`A` with the length off a head's rows.
+
+    Examples
+    --------
+    Ten keys at gap 1 below the top: :math:`A = \log 11`.
+
+    >>> import numpy as np
+    >>> from attnscale import accumulation_scale
+    >>> bool(np.isclose(accumulation_scale(np.ones(10)), np.log(11)))
+    True
+    """
+    g = _validate.scores(gaps, "gaps")
+    if np.any(g < 0):
+        raise ValueError(f"gaps must be >= 0 (distances below the row's maximum), got {g[g < 0].flat[0]:g}")
+    g = np.sort(g, axis=-1)
+    k = np.arange(1, g.shape[-1] + 1)
+    with np.errstate(divide="ignore"):
+        ratio = np.where(g > 0, np.log1p(k) / np.where(g > 0, g, 1.0), np.inf)
+    out = ratio.max(axis=-1)
+    return out if out.ndim else float(out)
+
+
+def iid_critical_scale(n, scores="gaussian", d=None):
+    r"""Critical scale of a row of :math:`n` i.i.d. scores: the accumulation scale of its mean count.
+
+    .. math:: \alpha_c(n) = \max\Bigl(n f(b_n),\ \frac{\log(n/2)}{b_n - m}\Bigr),
+              \qquad S(b_n) = \frac1n,\quad S(m) = \frac12,
+
+    the two ends of :math:`\sup_t \log(nS(b_n - t))/t` (the top: the hazard
+    rate at the :math:`1/n` quantile; the bulk: half the keys within
+    :math:`b_n - m`).  For a log-concave tail the top end is the supremum;
+    for a Pareto tail the bulk end is.  At :math:`\alpha = c\,\alpha_c(n)`
+    with :math:`c > 1` fixed, Gaussian and Weibull-type rows converge to the
+    Poisson--Dirichlet weights of parameter :math:`1/c` (Derrida's random
+    energy model), bounded ones to a limit of their own.
+
+    Parameters
+    ----------
+    n : float or array_like
+        Number of keys, ``2 <= n <= 1e300``.
+    scores : {"gaussian", "cosine"} or ScoreLaw
+        The law of one score, as in :func:`attnscale.expected_entropy`.
+    d : float, optional
+        Dimension, with ``scores="cosine"``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        :math:`\alpha_c(n) > 0`, on the scale of the scores.
+
+    See Also
+    --------
+    diagnose_law : the same scale, estimated from a head's rows.
+    expected_max_weight : the exact top weight at a scale.
+
+    Examples
+    --------
+    Gaussian scores: :math:`\sqrt{2\log n}` to leading order.
+
+    >>> import numpy as np
+    >>> from attnscale import iid_critical_scale
+    >>> a = iid_critical_scale(1e9)
+    >>> bool(abs(a / np.sqrt(2 * np.log(1e9)) - 1) < 0.05)
+    True
+    """
+    law = _resolve_law(scores, d)
+    n = _validate.key_count(n)
+    if np.any(n > 1e300):
+        raise ValueError(f"n must be <= 1e300, got {n[n > 1e300].flat[0]:g}")
+    p = 1.0 / n
+    top = np.asarray(law.inverse_survival(p), dtype=float)
+    median = float(law.inverse_survival(np.array(0.5)))
+    hazard = n * _density(law, top)
+    with np.errstate(divide="ignore"):
+        bulk = np.log(n / 2.0) / (top - median)
+    out = np.maximum(hazard, np.where(top > median, bulk, 0.0))
+    return out if out.ndim else float(out)
+
+
+def _density(law: ScoreLaw, s):
+    z = law.to_z(s)
+    with np.errstate(divide="ignore", under="ignore"):
+        return np.exp(law.log_density_z(z)) / law.slope(z)
+
+
+def planted_length_factor(top, bulk_mean, bulk_sd, n, train_length):
+    r"""Factor :math:`\lambda(n)` that keeps a planted target's weight at its value for length :math:`L`.
+
+    A row is one target logit :math:`T` over :math:`n - 1` bulk logits of
+    mean :math:`\mu` and spread :math:`\sigma`; with :math:`\Delta = T - \mu`,
+    at scale factor :math:`\lambda` the log-odds of the target are
+    :math:`\lambda\Delta - F_n(\lambda)`, with the quenched free energy of a
+    Gaussian bulk (Derrida's random energy model)
+
+    .. math:: F_n(\lambda) = \begin{cases}
+              \log(n-1) + \lambda^2\sigma^2/2, & \lambda\sigma \le r_n,\\
+              \lambda\sigma r_n, & \lambda\sigma > r_n,\end{cases}
+              \qquad r_n = \sqrt{2\log(n-1)} .
+
+    The factor solves :math:`\lambda\Delta - F_n(\lambda) = \Delta - F_L(1)`
+    (the row is used at factor 1 at :math:`L`), on the branch where the
+    target's log-odds rise from :math:`-\log(n-1)` at :math:`\lambda = 0`.  For :math:`\sigma = 0`,
+    :math:`\lambda(n) = 1 + \log\frac{n-1}{L-1}/\Delta`: the scale grows by
+    :math:`\log(n/L)/\Delta`, the :math:`\log n` law.  It *breaks* (NaN)
+    when the bulk's growing maximum :math:`\sigma r_n` reaches the target
+    before the target's weight can be restored, and is NaN too for a row
+    whose target weighs less at :math:`L` than a uniform row's key at
+    :math:`n` (no target to hold).
+
+    Parameters
+    ----------
+    top, bulk_mean, bulk_sd : array_like
+        Per row: the target logit, the mean and the standard deviation of
+        the other logits at the training length (finite, ``bulk_sd >= 0``);
+        they broadcast together.
+    n : float or array_like
+        Target lengths, ``2 <= n <= 1e15``; appended as a last axis.
+    train_length : float
+        The length :math:`L >= 2` at which the rows were measured.
+
+    Returns
+    -------
+    numpy.ndarray
+        :math:`\lambda(n)`, shape ``broadcast(top, bulk_mean, bulk_sd).shape + n.shape``;
+        1 at ``n = L``, NaN where the target cannot be held.
+
+    See Also
+    --------
+    diagnose_law : tests whether rows have a planted target at all.
+    spike_over_bulk_entropy : the same row model, sampled.
+
+    Examples
+    --------
+    A target 8 above a constant bulk, from 64 to 4096 keys:
+
+    >>> import numpy as np
+    >>> from attnscale import planted_length_factor
+    >>> lam = planted_length_factor(8.0, 0.0, 0.0, 4096, 64)
+    >>> bool(np.isclose(lam, 1 + np.log(4095 / 63) / 8))
+    True
+    """
+    top = _validate.real_array(top, "top")
+    mu = _validate.real_array(bulk_mean, "bulk_mean")
+    sd = _validate.real_array(bulk_sd, "bulk_sd")
+    for name, arr in (("top", top), ("bulk_mean", mu), ("bulk_sd", sd)):
+        if arr.size == 0:
+            raise ValueError(f"{name} must not be empty")
+    if np.any(sd < 0):
+        raise ValueError(f"bulk_sd must be >= 0, got {sd[sd < 0].flat[0]:g}")
+    n = _validate.key_count(n)
+    if np.any(n > 1e15):
+        raise ValueError(f"n must be <= 1e15, got {n[n > 1e15].flat[0]:g}")
+    L = _validate.key_count(train_length, "train_length")
+    if L.ndim:
+        raise ValueError("train_length must be a single length")
+    L = float(L)
+    try:
+        shape = np.broadcast_shapes(top.shape, mu.shape, sd.shape)
+    except ValueError:
+        raise ValueError(
+            f"top, bulk_mean and bulk_sd must broadcast together, got shapes {top.shape}, {mu.shape}, {sd.shape}"
+        ) from None
+    delta = np.broadcast_to(top - mu, shape)[..., None]
+    sig = np.broadcast_to(sd, shape)[..., None]
+    if np.any(delta <= 0):
+        raise ValueError("top must exceed bulk_mean in every row (a target above its bulk)")
+    m = n.reshape((1,) * len(shape) + n.shape)
+    delta = delta.reshape(shape + (1,) * n.ndim)
+    sig = sig.reshape(shape + (1,) * n.ndim)
+    rhs = delta - _free_energy(np.ones_like(delta), sig, L)
+    log_odds = lambda lam: lam * delta - _free_energy(lam, sig, m)  # noqa: E731
+    # the log-odds rise until lambda = Delta / sigma^2 (unfrozen), or for
+    # ever once the target stands above the bulk's maximum
+    r_n = np.sqrt(2.0 * np.log(m - 1.0)) if np.all(m > 2) else np.sqrt(2.0 * np.log(np.maximum(m - 1.0, 1.0)))
+    above = delta > sig * r_n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        peak = np.where(above | (sig == 0), np.inf, delta / np.where(sig > 0, sig**2, 1.0))
+    hi = np.where(np.isfinite(peak), peak, 1.0)
+    # grow the bracket where the log-odds rise for ever
+    for _ in range(200):
+        short = ~np.isfinite(peak) & (log_odds(hi) < rhs)
+        if not np.any(short):
+            break
+        hi = np.where(short, 2.0 * hi, hi)
+    # a target whose weight at L is below a uniform row's at n is no target
+    reachable = (log_odds(np.zeros_like(hi)) <= rhs) & (log_odds(hi) >= rhs)
+    lo = np.zeros_like(hi)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        below = log_odds(mid) < rhs
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    lam = 0.5 * (lo + hi)
+    return np.where(reachable, lam, np.nan)
+
+
+def _free_energy(lam, sigma, n):
+    """log sum over n - 1 Gaussian bulk logits of e^(lam x), minus lam * mean (REM, leading order)."""
+    log_count = np.log(np.maximum(n - 1.0, 1.0))
+    r = np.sqrt(2.0 * log_count)
+    x = lam * sigma
+    return np.where(x <= r, log_count + 0.5 * x * x, x * r)
+
+
+@dataclass(frozen=True)
+class LawDiagnosis:
+    """What :func:`diagnose_law` read off a head's rows.
+
+    Attributes
+    ----------
+    law : str
+        ``"planted"``, ``"weibull"``, ``"bounded"`` or ``"pareto"`` (see ``formula``).
+    formula : str
+        How the critical scale grows with the length under that law.
+    shape : float
+        The tail parameter of the chosen i.i.d. model: :math:`\\beta` for
+        ``"weibull"``, :math:`\\xi` (the generalized-Pareto shape) for
+        ``"bounded"`` (:math:`\\xi < 0`, :math:`\\kappa = -1/\\xi - 1`) and
+        ``"pareto"`` (:math:`\\xi > 0`, :math:`\\gamma = 1/\\xi`); for
+        ``"planted"``, the i.i.d. model's parameter of the bulk.
+    shape_interval : tuple of float
+        Its bootstrap interval over rows.
+    planted_fraction : float
+        Fraction of rows whose top gap exceeds the 95th percentile of the
+        top gap of an i.i.d. row with the fitted tail (about 0.05 without a
+        planted target).
+    operating_point : float
+        I.i.d. laws: the median over rows of :math:`c = \\alpha/\\alpha_c(L)`
+        at the rows' own scale (below 1: the rows are diffuse at :math:`L`,
+        where the critical law is only the leading order; see the chapter).
+        Planted: the median weight of the target at :math:`L`.
+    train_length : int
+        :math:`L`, the number of keys per row.
+    lengths : numpy.ndarray
+        Target lengths :math:`n`.
+    factor : numpy.ndarray
+        :math:`\\lambda(n)` at each length (median over rows for planted rows).
+    factor_interval : numpy.ndarray
+        Shape ``(2, len(lengths))``: the bootstrap interval of ``factor``.
+    level : float
+        Coverage of the intervals.
+    """
+
+    law: str
+    formula: str
+    shape: float
+    shape_interval: tuple
+    planted_fraction: float
+    operating_point: float
+    train_length: int
+    lengths: np.ndarray
+    factor: np.ndarray
+    factor_interval: np.ndarray
+    level: float
+
+
+#: Rows whose top gap exceeds this many fitted tail scales are outliers:
+#: P(Exp(1) > log 20) = 0.05 for an i.i.d. row.
+_OUTLIER = np.log(20.0)
+#: Above this fraction of outlying rows a head is called planted.
+_PLANTED_FRACTION = 0.5
+
+
+def _spacings(rows, k):
+    """Normalized spacings i (X_(i) - X_(i+1)) / scale per row, i = 1..k; and the row summaries."""
+    x = -np.sort(-rows, axis=-1)  # descending
+    q75, q50, q25 = np.percentile(rows, [75, 50, 25], axis=-1)
+    scale = q75 - q25
+    bad = ~(scale > 0)
+    if np.any(bad):
+        scale = np.where(bad, rows.std(axis=-1), scale)
+    if np.any(~(scale > 0)):
+        raise ValueError(f"scores: row {int(np.argmax(~(scale > 0)))} is constant; every row needs a spread")
+    i = np.arange(1, k + 1)
+    spacing = i * (x[:, :k] - x[:, 1 : k + 1]) / scale[:, None]
+    # how far the k-th largest stands above the median, in the same units
+    depth = (x[:, k - 1] - q50) / scale
+    return spacing, depth, x, scale
+
+
+def _fit(mean_spacing, u, model):
+    """Least squares of log a(p) on the model's variable; returns (c0, slope, rss)."""
+    y = np.log(mean_spacing)
+    xvar = np.log(u) if model == "weibull" else u
+    X = np.stack([np.ones_like(xvar), xvar], axis=-1)
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    rss = float(np.sum((y - X @ coef) ** 2))
+    return float(coef[0]), float(coef[1]), rss
+
+
+def _climb(c0, slope, model, u0, u1):
+    """Q(e^-u1) - Q(e^-u0) = integral of a(e^-v) dv from u0 to u1 under the model."""
+    scale = np.exp(c0)
+    if model == "weibull":
+        power = slope + 1.0
+        if abs(power) < 1e-12:
+            return scale * np.log(u1 / u0)
+        return scale * (u1**power - u0**power) / power
+    if abs(slope) < 1e-12:
+        return scale * (u1 - u0)
+    return scale * np.expm1(slope * (u1 - u0)) * np.exp(slope * u0) / slope
+
+
+def _critical(c0, slope, model, n, u_k, depth):
+    """The two-end critical scale at n keys from the fitted tail (normalized units)."""
+    u = np.log(n)
+    a_top = np.exp(c0 + slope * (np.log(u) if model == "weibull" else u))
+    height = depth + _climb(c0, slope, model, u_k, u)  # Q(1/n) - median
+    return np.maximum(1.0 / a_top, np.log(n / 2.0) / np.maximum(height, 1e-300))
+
+
+def _iid_estimate(spacing, depth, L, k, lengths):
+    """Pooled fit on spacings 2..k: (model, c0, slope, factor at lengths, a at 1/L)."""
+    mean_spacing = spacing.mean(axis=0)[1:]
+    i = np.arange(2, k + 1)
+    u = np.log(L / i)
+    fits = {m: _fit(mean_spacing, u, m) for m in ("weibull", "power")}
+    model = min(fits, key=lambda m: fits[m][2])
+    c0, slope, _ = fits[model]
+    u_k = np.log(L / k)
+    dep = float(np.mean(depth))
+    at_L = _critical(c0, slope, model, float(L), u_k, dep)
+    factor = _critical(c0, slope, model, lengths, u_k, dep) / at_L
+    a_top = np.exp(c0 + slope * (np.log(np.log(L)) if model == "weibull" else np.log(L)))
+    return model, c0, slope, factor, a_top
+
+
+def _law_name(model, slope):
+    if model == "weibull":
+        return "weibull", 1.0 / (1.0 + slope) if slope > -1.0 else np.inf
+    return ("bounded" if slope < 0 else "pareto"), slope
+
+
+def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0):
+    r"""Estimate which length law a head follows, and the factor :math:`\lambda(n)`, from its score rows.
+
+    The rows are the logits (score times scale) of one head at its training
+    length :math:`L`, one query per row.  Each row is centred on its median
+    and divided by its interquartile range, and its upper order statistics
+    :math:`X_{(1)} \ge X_{(2)} \ge \dots` give the normalized spacings
+    :math:`D_i = i\,(X_{(i)} - X_{(i+1)})`, which estimate the tail's
+    scale function :math:`a(p) = S(x)/f(x)` at :math:`p = i/L` (Rényi's
+    representation of order statistics: :math:`D_i \approx a(i/L)\,E_i`,
+    :math:`E_i` standard exponential).  Averaged over rows, :math:`\log a`
+    is fitted on :math:`i = 2, \dots, k` by two two-parameter models,
+
+    - Weibull-type: :math:`\log a = c_0 + \theta\log\log(1/p)`, i.e.
+      :math:`S(x) \approx e^{-x^\beta}` with :math:`\beta = 1/(1 + \theta)`;
+    - power (generalized Pareto): :math:`\log a = c_0 + \xi\log(1/p)`, a
+      bounded top with :math:`\kappa = -1/\xi - 1` if :math:`\xi < 0`, a
+      Pareto tail with :math:`\gamma = 1/\xi` if :math:`\xi > 0`;
+
+    and the better fit (smaller residual) is kept.  The critical scale at
+    :math:`n` keys is then that of :func:`iid_critical_scale` with the
+    fitted tail, and :math:`\lambda(n) = \alpha_c(n)/\alpha_c(L)`.
+
+    Planted-margin test: under an i.i.d. tail the top gap :math:`X_{(1)} -
+    X_{(2)}` is about :math:`a(1/L)` times a standard exponential, so it
+    exceeds :math:`a(1/L)\log 20` in 5% of rows.  If more than half of the
+    rows do, the head is called planted, and :math:`\lambda(n)` is the median
+    over rows of :func:`planted_length_factor` with each row's own target,
+    bulk mean and bulk spread (a Gaussian bulk, leading order).
+
+    Parameters
+    ----------
+    scores : array_like, shape (rows, keys)
+        Finite logits of one head at its training length: at least 8 rows
+        and 16 keys; no row constant.
+    lengths : float or array_like
+        Target lengths :math:`n` (``2 <= n <= 1e15``).
+    tail : int, optional
+        Upper order statistics used, :math:`k` (``4 <= k < keys``); default
+        ``max(4, keys // 4)`` (the top quarter of each row).
+    level : float
+        Coverage of the bootstrap intervals, in (0, 1).
+    resamples : int
+        Bootstrap resamples of the rows (``>= 20``).
+    seed : int
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    LawDiagnosis
+
+    Notes
+    -----
+    Assumptions: the rows of a head share one law up to location and scale
+    (a query moves and stretches its row, not its shape); the keys of a row
+    are exchangeable apart from at most one target; the law at :math:`n > L`
+    is the law at :math:`L` with more draws (no new kind of key, no
+    positional effect beyond :math:`L`); the tail model extrapolates from
+    :math:`p \ge 1/L` to :math:`p = 1/n`.  With :math:`L = 64` keys the
+    tail spans under two decades of :math:`p` and the interval is wide; the
+    chapter measures how wide.  The factor holds the rows' point in the
+    critical window (their top weight), not their entropy when they are
+    diffuse (``operating_point < 1``).
+
+    See Also
+    --------
+    iid_critical_scale : the same scale for a known law.
+    planted_length_factor : the planted rows' factor.
+    accumulation_scale : the scale of one row, from its gaps.
+
+    Examples
+    --------
+    Gaussian rows need a :math:`\sqrt{\log n}`-type law:
+
+    >>> import numpy as np
+    >>> from attnscale import diagnose_law
+    >>> rows = np.random.default_rng(1).normal(size=(64, 2048))
+    >>> out = diagnose_law(rows, [8192, 32768], resamples=50)
+    >>> out.law
+    'weibull'
+    >>> bool(1.5 < out.shape < 3.0)
+    True
+    """
+    x = _validate.real_array(scores, "scores")
+    if x.ndim != 2:
+        raise ValueError(f"scores must be a 2-D array (rows, keys), got {x.ndim} dimension(s)")
+    rows, L = x.shape
+    if rows < 8:
+        raise ValueError(f"scores must have at least 8 rows (queries), got {rows}")
+    if L < 16:
+        raise ValueError(f"scores must have at least 16 keys per row, got {L}")
+    n = _validate.key_count(lengths, "lengths")
+    if np.any(n > 1e15):
+        raise ValueError(f"lengths must be <= 1e15, got {n[n > 1e15].flat[0]:g}")
+    n = np.atleast_1d(n).ravel()
+    if tail is None:
+        k = max(4, L // 4)
+    else:
+        if isinstance(tail, bool) or not isinstance(tail, (int, np.integer)) or not 4 <= tail < L:
+            raise ValueError(f"tail must be an integer in [4, keys), got {tail!r}")
+        k = int(tail)
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 20:
+        raise ValueError(f"resamples must be an integer >= 20, got {resamples!r}")
+
+    spacing, depth, ordered, scale = _spacings(x, k)
+    model, c0, slope, factor, a_top = _iid_estimate(spacing, depth, L, k, n)
+    outlier = spacing[:, 0] > _OUTLIER * a_top
+    planted_fraction = float(outlier.mean())
+    planted = planted_fraction > _PLANTED_FRACTION
+
+    bulk = ordered[:, 1:]
+    target = ordered[:, 0]
+    bulk_mean, bulk_sd = bulk.mean(axis=-1), bulk.std(axis=-1)
+    # the rows' own operating point c = alpha / alpha_c(L) at alpha = 1:
+    # alpha_c(L) = 1 / (a(1/L) * scale) in logit units
+    operating = float(np.median(a_top * scale))
+    if planted:
+        per_row = planted_length_factor(target, bulk_mean, bulk_sd, n, L)
+        factor = _nan_median(per_row)
+        operating = float(np.median(1.0 / np.sum(np.exp(ordered - target[:, None]), axis=-1)))
+
+    rng = np.random.default_rng(seed)
+    u_fit = np.log(L / np.arange(2, k + 1))
+    boot_factor = np.empty((resamples, n.size))
+    boot_slope = {m: np.empty(resamples) for m in ("weibull", "power")}
+    for b in range(resamples):
+        pick = rng.integers(0, rows, rows)
+        f_b = _iid_estimate(spacing[pick], depth[pick], L, k, n)[3]
+        for m in boot_slope:
+            boot_slope[m][b] = _fit(spacing[pick].mean(axis=0)[1:], u_fit, m)[1]
+        boot_factor[b] = _nan_median(per_row[pick]) if planted else f_b
+    tails = [(1 - level) / 2, (1 + level) / 2]
+    # a power tail whose shape is not told apart from 0 is the exponential
+    # tail, where both models meet (xi = 0, beta = 1): read it as Weibull-type
+    lo_p, hi_p = np.quantile(boot_slope["power"], tails)
+    if model == "power" and lo_p <= 0.0 <= hi_p:
+        model, slope = "weibull", _fit(spacing.mean(axis=0)[1:], u_fit, "weibull")[1]
+    boot_shape = np.array([_law_name(model, v)[1] for v in boot_slope[model]])
+    with np.errstate(invalid="ignore"):  # infinite factors or shapes: inf - inf inside the interpolation
+        interval = np.quantile(np.where(np.isnan(boot_factor), np.inf, boot_factor), tails, axis=0, method="nearest")
+        shape_lo, shape_hi = np.quantile(boot_shape, tails, method="nearest")
+    name, shape = _law_name(model, slope)
+    return LawDiagnosis(
+        law="planted" if planted else name,
+        formula=LAW_FORMULAS["planted" if planted else name],
+        shape=float(shape),
+        shape_interval=(float(shape_lo), float(shape_hi)),
+        planted_fraction=planted_fraction,
+        operating_point=operating,
+        train_length=int(L),
+        lengths=n,
+        factor=np.asarray(factor, dtype=float),
+        factor_interval=interval,
+        level=float(level),
+    )
+
+
+def _nan_median(per_row):
+    """Median over rows (axis 0), a broken row (NaN) counting as an infinite factor."""
+    with np.errstate(invalid="ignore"):
+        return np.quantile(np.where(np.isnan(per_row), np.inf, per_row), 0.5, axis=0, method="nearest")
