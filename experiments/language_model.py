@@ -161,60 +161,21 @@ def _summary(evaluation, length, keep_positions=False):
 
 def _rule_factors(model, calibration):
     """The three evaluation-time rules, each a function of the length: (layers, heads, T) factors."""
-    import attnscale as at
+    from attnscale.length_rules import rule_factors
 
-    config = model.config
-    layers, heads, big = config.n_layers, config.n_heads, max(EVAL_LENGTHS)
-    entropy_l = calibration["entropy"][..., -1]  # (layers, heads): rows that see L keys
-    spread_l = calibration["score_std"][..., -1]  # alpha_L on the unit score (standard scale)
-    grid = np.unique(np.round(np.geomspace(TRAIN_LENGTH + 1, big, RULE_GRID)))
-    calculator = np.ones((layers, heads, grid.size))
-    notes = []
-    for layer in range(layers):
-        for head in range(heads):
-            try:
-                recs = [
-                    at.recommend_scale(
-                        config.head_dim,
-                        float(n),
-                        train_length=TRAIN_LENGTH,
-                        head_entropy=float(entropy_l[layer, head]),
-                    )
-                    for n in grid
-                ]
-            except ValueError as error:  # a head outside the calculator's domain keeps the standard scale
-                notes.append(f"layer {layer} head {head}: {error}")
-                continue
-            for k, rec in enumerate(recs):
-                match = [e for e in rec.entries if e.criterion.startswith("exact entropy match")]
-                if match:
-                    calculator[layer, head, k] = match[0].unit_scale / rec.alpha_train
-                else:
-                    notes.append(f"layer {layer} head {head}, n = {grid[k]:g}: no exact entropy match")
-
-    def beyond(values_of_n, length):
-        n = np.arange(1, length + 1, dtype=float)
-        return np.where(n > TRAIN_LENGTH, values_of_n(n), 1.0).astype(np.float32)
-
-    def qwen(length):
-        f = beyond(lambda n: np.log(n) / np.log(TRAIN_LENGTH), length)
-        return np.broadcast_to(f, (layers, heads, length))
-
-    def sqrt_rule(length):
-        a = spread_l[..., None]
-        return beyond(
-            lambda n: np.sqrt(a**2 + 2 * np.log(np.maximum(n, TRAIN_LENGTH) / TRAIN_LENGTH)) / a, length
-        )
-
-    def calculator_rule(length):
-        log_grid = np.log(grid)
-        interpolate = lambda n: np.stack(  # noqa: E731
-            [[np.interp(np.log(n), log_grid, calculator[i, j]) for j in range(heads)] for i in range(layers)]
-        )
-        return beyond(interpolate, length)
-
-    rules = {"qwen_logn": qwen, "sqrt_rule": sqrt_rule, "calculator": calculator_rule}
-    return rules, {"grid": _round(grid), "factors": _round(calculator), "notes": notes}
+    rules, calculator = rule_factors(
+        model.config.head_dim,
+        calibration["entropy"][..., -1],  # rows that see L keys
+        calibration["score_std"][..., -1],  # alpha_L on the unit score (standard scale)
+        TRAIN_LENGTH,
+        max(EVAL_LENGTHS),
+        RULE_GRID,
+    )
+    return rules, {
+        "grid": _round(calculator["grid"]),
+        "factors": _round(calculator["factors"]),
+        "notes": calculator["notes"],
+    }
 
 
 def _spike_rows(calibration, model):

@@ -189,7 +189,9 @@ def make_batch(task, length, count, seed, split="train", **options):
 
 def training_batches(config, task, seed):
     """Batch of step ``s``: seeded by (seed, s), the same for every arm of a seed."""
-    return lambda step: make_batch(task, config.train_length, config.batch, 1_000_003 * (seed + 1) + step)
+    from attnscale.tasks import step_seed
+
+    return lambda step: make_batch(task, config.train_length, config.batch, step_seed(seed, step))
 
 
 def windows_at(length, tokens, quick):

@@ -44,10 +44,12 @@ from ._validate import seed as _seed
 
 __all__ = [
     "NEEDLE_DIGITS",
+    "step_seed",
     "NEEDLE_KEY_LETTERS",
     "RecallVocabulary",
     "TaskBatch",
     "associative_recall",
+    "describe_recall",
     "masked_text",
     "needle_in_text",
     "recall_vocabulary",
@@ -55,6 +57,15 @@ __all__ = [
 
 #: Letters in a needle's key and digits in its value.
 NEEDLE_KEY_LETTERS, NEEDLE_DIGITS = 3, 4
+
+
+def step_seed(seed: int, step: int) -> int:
+    """The seed of training batch ``step`` of the run seeded ``seed``: ``1_000_003 (seed + 1) + step``.
+
+    Every arm of one seed gets the same batches in the same order (the arms
+    are paired), and no two (seed, step) of a sweep share a batch.
+    """
+    return 1_000_003 * (_seed(seed) + 1) + _count(step, "step", 0)
 
 
 @dataclass(frozen=True)
@@ -336,3 +347,30 @@ def needle_in_text(text, length: int, count: int, seed: int, *, depth=None) -> T
         answer_keys,
         0.1,
     )
+
+
+def describe_recall(batch: TaskBatch, vocabulary: RecallVocabulary, example: int = 0) -> str:
+    """One example of :func:`associative_recall` as Markdown: keys ``k·``, values ``v·``, scored answers bold.
+
+    Causal layout: the tokens read, then the last answer; each token whose
+    next token is scored is followed by that answer in bold.
+    """
+    if not isinstance(batch, TaskBatch) or not isinstance(vocabulary, RecallVocabulary):
+        raise TypeError("batch must be a TaskBatch and vocabulary a RecallVocabulary")
+
+    def name(token):
+        if token == vocabulary.bos:
+            return "⟨bos⟩"
+        if token == vocabulary.mask:
+            return "⟨mask⟩"
+        if token < vocabulary.first_value:
+            return f"k{token}"
+        return f"v{token - vocabulary.first_value}"
+
+    inputs, targets, scored = batch.inputs[example], batch.targets[example], batch.weights[example] > 0
+    words = [name(inputs[0])]
+    for i in range(1, len(inputs)):
+        words.append(f"**{name(inputs[i])}**" if scored[i - 1] else name(inputs[i]))
+    if scored[-1]:
+        words.append(f"**{name(targets[-1])}**")
+    return " ".join(words)

@@ -1,0 +1,76 @@
+"""attnscale.retrieval: reading a retrieval sweep (two-way intervals, oracle factors, law fits)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import attnscale as at
+from attnscale import retrieval as rv
+
+
+def _runs(values, arm="trained:plain", lengths=(64, 128)):
+    """Fake runs of one arm: values[seed][length index] is a list of per-window accuracies."""
+    return [
+        {
+            "task": "recall",
+            "positions": "rope",
+            "rule": "standard",
+            "seed": s,
+            "eval": {arm: {str(n): {"acc_by_window": list(v[i])} for i, n in enumerate(lengths)}},
+        }
+        for s, v in enumerate(values)
+    ]
+
+
+def test_arm_table_is_the_crossed_interval_of_each_length():
+    rng = np.random.default_rng(0)
+    data = rng.random((4, 2, 10))
+    runs = _runs(data)
+    mean, half = rv.arm_table(runs, "trained:plain", [64, 128])
+    for i in range(2):
+        expected = at.crossed_interval(data[:, i, :])
+        assert mean[i] == pytest.approx(expected[0]) and half[i] == pytest.approx(expected[1])
+
+
+def test_paired_table_needs_the_same_seeds_and_is_the_difference():
+    rng = np.random.default_rng(1)
+    a, b = rng.random((3, 2, 8)), rng.random((3, 2, 8))
+    mean, _ = rv.paired_table(_runs(a), "trained:plain", _runs(b), "trained:plain", [64, 128])
+    np.testing.assert_allclose(mean, (a - b).mean(axis=(0, 2)))
+    with pytest.raises(ValueError, match="paired by seed"):
+        rv.paired_table(_runs(a), "trained:plain", _runs(b)[:2], "trained:plain", [64])
+    with pytest.raises(ValueError, match="no runs"):
+        rv.select_runs(_runs(a), "recall", "nope", "standard")
+
+
+def test_oracle_factor_refines_a_parabola_and_keeps_ends():
+    grid = 2.0 ** np.linspace(-1, 2.5, 11)
+    for best in (0.8, 1.3, 2.2):
+        losses = 3.0 * (np.log(grid) - np.log(best)) ** 2 + 0.1
+        assert rv.oracle_factor(grid, losses) == pytest.approx(best, rel=1e-9)
+        # the grid's own best point is off by up to half a step: the refinement is not a no-op
+    assert abs(grid[np.argmin((np.log(grid) - np.log(1.3)) ** 2)] / 1.3 - 1) > 0.01
+    rising = np.linspace(0, 1, 11)
+    assert rv.oracle_factor(grid, rising) == grid[0]
+    with pytest.raises(ValueError, match="uniformly"):
+        rv.oracle_factor([1.0, 2.0, 5.0], [1.0, 0.0, 1.0])
+    with pytest.raises(ValueError):
+        rv.oracle_factor([1.0, 2.0], [0.0, 1.0])
+
+
+def test_law_fits_recover_the_law_they_were_given():
+    n = np.array([128, 256, 512, 1024])
+    x = np.log(n / 64)
+    truths = {
+        "log n": 1 + 0.3 * x,
+        "sqrt(log n)": np.sqrt(1 + 0.7 * x),
+        "power of n": np.exp(0.2 * x),
+        "constant": np.full(4, 1.4),
+    }
+    for law, y in truths.items():
+        fits = {name: rv.fit_length_law(n, y, 64, name) for name in rv.LENGTH_LAWS}
+        assert fits[law].rms < 1e-6
+        assert min(fits.values(), key=lambda f: f.rms).law == law
+    with pytest.raises(ValueError, match="law"):
+        rv.fit_length_law(n, n, 64, "cubic")
