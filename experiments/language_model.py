@@ -1,9 +1,13 @@
-"""The language-model sweep of the chapter *A language model* (about 50 minutes on two CPU cores).
+"""The language-model sweep of the chapter *A language model past its training length*.
 
-    python experiments/language_model.py                       # the committed results file
-    python experiments/language_model.py --seeds 5 6 7 8 9 --only length:nope \\
-        --out book/data/language-model-reseed.json              # the same arms on new seeds
-    python experiments/language_model.py --quick --out /tmp/lm.json   # a two-minute smoke run
+    python experiments/language_model.py          # the committed results file: 104 minutes
+    python experiments/language_model.py --only length --seeds 5 6 7 8 9 \\
+        --out book/data/language-model-reseed.json  # the length arms on new seeds: 56 minutes
+    python experiments/language_model.py --quick --out /tmp/lm.json   # a one-minute smoke run
+
+The times are the results files' own (``provenance["wall_seconds"]``), with
+two worker processes on two CPU cores that other work shared; the commands
+are the ones their provenance records.
 
 Trains byte-level decoder-only transformers (:mod:`attnscale.lm`) on the
 pinned SymPy sources (:mod:`attnscale.corpus`) and writes one JSON file with
@@ -146,6 +150,9 @@ def _summary(evaluation, length, keep_positions=False):
             [evaluation["entropy"][..., a:b].mean(axis=-1) for a, b in BANDS if b <= length]
         ),  # (bands, layers, heads)
         "entropy_last": _round(evaluation["entropy"][..., -1]),  # the query that sees every key
+        # each test window's mean loss, in the order of the windows (the same windows for every
+        # arm and seed), so that intervals can count the text's sampling as well as the seeds'
+        "loss_by_window": _round(evaluation["loss_by_window"]),
     }
     if keep_positions:
         out["loss_by_position"] = _round(loss, 6)
