@@ -370,8 +370,8 @@ NOTES = {
     "rope": (
         "YaRN and LongRoPE: each factor is designed to go with its method's change of the rotary "
         "frequencies (YaRN's interpolation by parts, LongRoPE's searched rescaling), not alone on a "
-        "model whose RoPE is unchanged; in the book's language model with RoPE, two of three rules "
-        "applied only at test gained a few hundredths of a nat per byte (ch. language-model), and Su "
+        "model whose RoPE is unchanged; in the book's retrieval models with RoPE a scale alone barely "
+        "helped, and Qwen's log n factor helped on top of an NTK-aware base (ch. retrieval), as Su "
         "reports his log n scale gaining most on top of NTK-aware RoPE (ch. recipes)"
     ),
     "llama4": (
@@ -407,9 +407,10 @@ NOTES = {
         "scale); give the head's measured entropy H_L or scale alpha_L at L to start from it"
     ),
     "past L": (
-        "the length rules say what keeps a head's entropy, not its loss: in the book's language model "
-        "(ch. language-model) no rule applied only at test carried a model far past L; keep the trained "
-        "scale, or train with the rule you will use, and measure"
+        "for a head that must find one key among n, the book's retrieval models needed a factor growing "
+        "like log n past L (ch. retrieval: Qwen's recovered most of the accuracy lost by 16L; with RoPE "
+        "only after an NTK-aware base); a language model that barely used its context gained little "
+        "from any rule (ch. language-model); measure your heads' best factor on held-out data"
     ),
 }
 
@@ -741,7 +742,7 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
 
     >>> rec = recommend_scale(128, 32768, train_length=4096, head_entropy=5.5)
     >>> rec.answer, [e.criterion for e in rec.recommended]
-    ('length', ['keep the trained scale alpha_L'])
+    ('length', ['Qwen logn (queries, n > L only)'])
     >>> qwen = next(e for e in rec.entries if e.criterion.startswith("Qwen"))
     >>> round(qwen.factor, 4)
     1.25
