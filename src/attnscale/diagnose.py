@@ -124,7 +124,8 @@ def iid_critical_scale(n, scores="gaussian", d=None):
     Parameters
     ----------
     n : float or array_like
-        Number of keys, ``2 <= n <= 1e300``.
+        Number of keys, ``2 <= n <= 1e30`` (cosine scores: within 1e-10 of
+        the closed-form hazard there).
     scores : {"gaussian", "cosine"} or ScoreLaw
         The law of one score, as in :func:`attnscale.expected_entropy`.
     d : float, optional
@@ -152,8 +153,8 @@ def iid_critical_scale(n, scores="gaussian", d=None):
     """
     law = _resolve_law(scores, d)
     n = _validate.key_count(n)
-    if np.any(n > 1e300):
-        raise ValueError(f"n must be <= 1e300, got {n[n > 1e300].flat[0]:g}")
+    if np.any(n > 1e30):
+        raise ValueError(f"n must be <= 1e30, got {n[n > 1e30].flat[0]:g}")
     p = 1.0 / n
     top = np.asarray(law.inverse_survival(p), dtype=float)
     median = float(law.inverse_survival(np.array(0.5)))
