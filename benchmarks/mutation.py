@@ -920,22 +920,14 @@ CLAIM_MUTANTS = [
     ),
     (
         "language-model",
-        """fixed_minus_sample = at.paired_difference(
-    norm_loss["relu²/N, N fixed"], norm_loss["relu²/N, N = sample length"]
-)""",
-        """fixed_minus_sample = at.paired_difference(
-    norm_loss["relu²/N, N = sample length"], norm_loss["relu²/N, N fixed"]
-)""",
+        'norm_loss["relu²/N, N fixed"], norm_loss["relu²/N, N = sample length"]',
+        'norm_loss["relu²/N, N = sample length"], norm_loss["relu²/N, N fixed"]',
         "relu^2/N transfers better with N the sample length than fixed",
     ),
     (
         "language-model",
-        """softmax_minus_fixed = at.paired_difference(
-    norm_loss["softmax"], norm_loss["relu²/N, N fixed"]
-)""",
-        """softmax_minus_fixed = at.paired_difference(
-    norm_loss["relu²/N, N fixed"], norm_loss["softmax"]
-)""",
+        'norm_loss["softmax"], norm_loss["relu²/N, N fixed"]',
+        'norm_loss["relu²/N, N fixed"], norm_loss["softmax"]',
         "relu^2/N with N fixed beats softmax",
     ),
 ]
