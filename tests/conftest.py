@@ -15,6 +15,9 @@ the tests that read the built book come last.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import os
 import shutil
 import subprocess
@@ -169,3 +172,29 @@ def browser():
         instance = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield instance
         instance.close()
+
+
+@contextlib.contextmanager
+def _serving(directory):
+    """Serve ``directory`` over HTTP on a free local port, quietly; yields the base URL."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.fixture(scope="session")
+def serve_folder():
+    """``with serve_folder(path) as url:`` serves a built book's folder to the browser tests."""
+    return _serving

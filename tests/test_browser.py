@@ -29,12 +29,9 @@ reader meets it:
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import re
-import threading
 from pathlib import Path
 
 import pytest
@@ -63,21 +60,11 @@ async () => {
 
 
 @pytest.fixture(scope="module")
-def served(built_book):
+def served(built_book, serve_folder):
     result, html = built_book
     assert result.returncode == 0, "the book build failed; see test_book_builds_clean"
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(html) as url:
+        yield url
 
 
 PAGES = toc_files()
