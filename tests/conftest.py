@@ -15,6 +15,7 @@ the tests that read the built book come last.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -163,18 +164,8 @@ def served_book(built_book):
     """The session's HTML build served on 127.0.0.1 (a plain static server): its base URL."""
     result, html = built_book
     assert result.returncode == 0, "the book build failed; see test_book_builds_clean"
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with _serving(html) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +181,29 @@ def browser():
         instance = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield instance
         instance.close()
+
+
+@contextlib.contextmanager
+def _serving(directory):
+    """Serve ``directory`` over HTTP on a free local port, quietly; yields the base URL."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.fixture(scope="session")
+def serve_folder():
+    """``with serve_folder(path) as url:`` serves a built book's folder to the browser tests."""
+    return _serving

@@ -44,7 +44,6 @@ row at its slowest settings.
 from __future__ import annotations
 
 import functools
-import http.server
 import json
 import math
 import os
@@ -52,7 +51,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -1147,7 +1145,7 @@ def test_python_number_format(calculator):
 
 
 @pytest.fixture(scope="module")
-def probe_page(tmp_path_factory):
+def probe_page(tmp_path_factory, serve_folder):
     """The calculator's section of book/recipes.md built alone (a few seconds, no code cells)."""
     if shutil.which("jupyter-book") is None:
         pytest.skip("jupyter-book is not installed")
@@ -1166,20 +1164,8 @@ def probe_page(tmp_path_factory):
         ["jupyter-book", "build", str(root)], capture_output=True, text=True, env=env, timeout=600
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    html = root / "_build" / "html"
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/book/probe.html"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(root / "_build" / "html") as url:
+        yield f"{url}/book/probe.html"
 
 
 #: Types values into a field as keystrokes would (an input event each), then

@@ -187,8 +187,7 @@ def layer_second_moments(
         a loss whose gradient at the output is standard normal (same shape
         as ``forward``).
     """
-    if architecture not in ARCHITECTURES:
-        raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {architecture!r}")
+    architecture = _validate.choice(architecture, "architecture", ARCHITECTURES)
     depth, width = _validate.count(depth, "depth"), _validate.count(width, "width", 2)
     samples = _validate.count(samples, "samples")
     branch_scale = _validate.real_array(branch_scale, "branch_scale")

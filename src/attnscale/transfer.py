@@ -82,8 +82,7 @@ def _error_function(kind, scores, values, train_length):
     linear in :math:`1/\\theta`), so that an optimizer's many evaluations
     cost one exponential each, or nothing.
     """
-    if kind not in ATTENTIONS:
-        raise ValueError(f"kind must be one of {ATTENTIONS}, got {kind!r}")
+    kind = _validate.choice(kind, "kind", ATTENTIONS)
     n = scores.shape[-1]
     if kind in ("softmax", "softmax_logn"):
         factor = np.log(n) / np.log(train_length) if kind == "softmax_logn" else 1.0
