@@ -254,3 +254,27 @@ def test_results_file_replays(text, experiment):
     # this machine's replays agree to about 1e-7; 100 times that
     np.testing.assert_allclose(replay.losses, logged, rtol=1e-5)
     assert np.any(np.abs(np.array(other["log"]["losses"][:steps]) / logged - 1) > 1e-5)
+
+
+def test_sweep_summary_keeps_each_window():
+    """The sweep's per-evaluation summary keeps each window's loss, and its other fields as before."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "language_model.py"
+    spec = importlib.util.spec_from_file_location("language_model_sweep", path)
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    rng = np.random.default_rng(0)
+    by_window = rng.uniform(1.0, 3.0, size=(5, 128))  # (windows, positions)
+    evaluation = {
+        "loss": by_window.mean(axis=0),
+        "loss_by_window": by_window.mean(axis=1),
+        "entropy": rng.uniform(0.0, 4.0, size=(2, 4, 128)),
+    }
+    out = sweep._summary(evaluation, 128, keep_positions=True)
+    assert set(out) == {"loss", "bands", "entropy_bands", "entropy_last", "loss_by_window", "loss_by_position"}
+    np.testing.assert_allclose(out["loss_by_window"], by_window.mean(axis=1), rtol=1e-6)
+    # the window means average to the loss the file has always stored (to its 7 digits)
+    np.testing.assert_allclose(np.mean(out["loss_by_window"]), out["loss"], rtol=1e-6)
+    assert out["bands"] == sweep._round([by_window[:, a:b].mean() for a, b in ((0, 64), (64, 128))])
