@@ -90,7 +90,7 @@ def test_welch_tolerance_refuses_bad_input(kwargs, error, name):
 
 
 def test_crossed_interval_covers_at_its_level():
-    """Simulated tables with both factors random: the 95% interval covers the true mean about 95% of the time."""
+    """Simulated tables with both factors random: the 95% interval covers the mean about 95% of the time."""
     rng = np.random.default_rng(7)
     seeds, examples, trials = 5, 40, 2000
     covered = 0

@@ -273,7 +273,14 @@ def test_sweep_summary_keeps_each_window():
         "entropy": rng.uniform(0.0, 4.0, size=(2, 4, 128)),
     }
     out = sweep._summary(evaluation, 128, keep_positions=True)
-    assert set(out) == {"loss", "bands", "entropy_bands", "entropy_last", "loss_by_window", "loss_by_position"}
+    assert set(out) == {
+        "loss",
+        "bands",
+        "entropy_bands",
+        "entropy_last",
+        "loss_by_window",
+        "loss_by_position",
+    }
     np.testing.assert_allclose(out["loss_by_window"], by_window.mean(axis=1), rtol=1e-6)
     # the window means average to the loss the file has always stored (to its 7 digits)
     np.testing.assert_allclose(np.mean(out["loss_by_window"]), out["loss"], rtol=1e-6)

@@ -253,7 +253,9 @@ def test_calculator_scales_the_length_rules_by_the_measured_head():
 def test_recommendation_record():
     rec = at.recommend_scale(128, 4096, train_length=512)
     names = [e.criterion for e in rec.entries]
-    assert names[0] == "Qwen logn (queries, n > L only)" and "standard 1/sqrt(d)" in names  # the marked answer
+    assert (
+        names[0] == "Qwen logn (queries, n > L only)" and "standard 1/sqrt(d)" in names
+    )  # the marked answer
     assert any(name.startswith("gradient") for name in names)
     assert any(name.startswith("YaRN") for name in names)
     for entry in rec.entries:

@@ -7,6 +7,7 @@ names in its docstring the equation of the book it implements.
 
 from ._version import __version__ as __version__
 from .advice import LENGTH_VERDICT, Answer, answers
+from .calculator import Recommendation, ScaleEntry, recommend_scale
 from .checks import CheckCannotDiscriminate, CheckFailed, check_close, check_holds, check_true
 from .cosine import (
     cosine_alpha_star,
@@ -55,7 +56,6 @@ from .montecarlo import (
     typical_row_scales,
 )
 from .plotting import use_book_style
-from .calculator import Recommendation, ScaleEntry, recommend_scale
 from .recipes import (
     logn_beyond_training_scale,
     qknorm_initial_scale,
@@ -199,7 +199,7 @@ __all__ += [
 ]
 
 # Part III, which law: the gaps at the top of a row (issue 30).
-from .diagnose import (
+from .diagnose import (  # noqa: E402
     LawDiagnosis,
     accumulation_scale,
     diagnose_law,

@@ -44,7 +44,6 @@ from ._validate import seed as _seed
 
 __all__ = [
     "NEEDLE_DIGITS",
-    "step_seed",
     "NEEDLE_KEY_LETTERS",
     "RecallVocabulary",
     "TaskBatch",
@@ -53,6 +52,7 @@ __all__ = [
     "masked_text",
     "needle_in_text",
     "recall_vocabulary",
+    "step_seed",
 ]
 
 #: Letters in a needle's key and digits in its value.
