@@ -408,9 +408,10 @@ NOTES = {
     ),
     "past L": (
         "for a head that must find one key among n, the book's retrieval models needed a factor growing "
-        "like log n past L (ch. retrieval: Qwen's recovered most of the accuracy lost by 16L; with RoPE "
-        "only after an NTK-aware base); a language model that barely used its context gained little "
-        "from any rule (ch. language-model); measure your heads' best factor on held-out data"
+        "like log n past L (ch. retrieval: without positions Qwen's won back over half of the accuracy "
+        "lost by 16L; with RoPE an NTK-aware base did most of the repair); a language model that barely "
+        "used its context gained little from any rule (ch. language-model); measure your heads' best "
+        "factor on held-out data"
     ),
 }
 
