@@ -137,7 +137,7 @@ def test_planted_factor_against_root_finding():
         L, n = 64.0, float(rng.choice([128, 1024, 1e5]))
         lam = at.planted_length_factor(delta, 0.0, sd, n, L)
         rhs = delta - _free_energy(1.0, sd, L)
-        f = lambda x: x * delta - _free_energy(x, sd, n) - rhs  # noqa: E731
+        f = lambda x, delta=delta, sd=sd, n=n, rhs=rhs: x * delta - _free_energy(x, sd, n) - rhs  # noqa: E731
         grid = np.linspace(1e-9, 1000, 400001)
         values = f(grid)
         if np.isnan(lam):  # never reached on the rising branch, or already above at 0
@@ -202,7 +202,12 @@ def _rows(law, rng, rows=64, keys=1024):
 
 LAWS = {
     # law drawn: (name returned, shape range, the law's own factor at 16L, relative tolerance)
-    "gaussian": ("weibull", (1.8, 3.2), lambda n, L: at.iid_critical_scale(n) / at.iid_critical_scale(L), 0.05),
+    "gaussian": (
+        "weibull",
+        (1.8, 3.2),
+        lambda n, L: at.iid_critical_scale(n) / at.iid_critical_scale(L),
+        0.05,
+    ),
     "exponential": ("weibull", (0.85, 1.15), lambda n, L: np.ones_like(n), 0.05),
     "pareto": (
         "pareto",
@@ -269,7 +274,9 @@ def test_shape_against_pickands():
         rows = _unit_vectors_first_coordinate(d, (64, 2048), rng)
         x = -np.sort(-rows, axis=1)
         k = 32
-        pickands = np.mean(np.log((x[:, k - 1] - x[:, 2 * k - 1]) / (x[:, 2 * k - 1] - x[:, 4 * k - 1]))) / np.log(2)
+        pickands = np.mean(
+            np.log((x[:, k - 1] - x[:, 2 * k - 1]) / (x[:, 2 * k - 1] - x[:, 4 * k - 1]))
+        ) / np.log(2)
         out = at.diagnose_law(rows, [4096], resamples=20)
         assert out.law == "bounded"
         assert abs(out.shape - pickands) < 0.15

@@ -246,7 +246,8 @@ def planted_length_factor(top, bulk_mean, bulk_sd, n, train_length):
         shape = np.broadcast_shapes(top.shape, mu.shape, sd.shape)
     except ValueError:
         raise ValueError(
-            f"top, bulk_mean and bulk_sd must broadcast together, got shapes {top.shape}, {mu.shape}, {sd.shape}"
+            "top, bulk_mean and bulk_sd must broadcast together, "
+            f"got shapes {top.shape}, {mu.shape}, {sd.shape}"
         ) from None
     delta = np.broadcast_to(top - mu, shape)[..., None]
     sig = np.broadcast_to(sd, shape)[..., None]
@@ -525,7 +526,7 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         raise ValueError(f"resamples must be an integer >= 20, got {resamples!r}")
 
     spacing, depth, ordered, scale = _spacings(x, k)
-    model, c0, slope, factor, a_top = _iid_estimate(spacing, depth, L, k, n)
+    model, _, slope, factor, a_top = _iid_estimate(spacing, depth, L, k, n)
     outlier = spacing[:, 0] > _OUTLIER * a_top
     planted_fraction = float(outlier.mean())
     planted = planted_fraction > _PLANTED_FRACTION
@@ -559,7 +560,8 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         model, slope = "weibull", _fit(spacing.mean(axis=0)[1:], u_fit, "weibull")[1]
     boot_shape = np.array([_law_name(model, v)[1] for v in boot_slope[model]])
     with np.errstate(invalid="ignore"):  # infinite factors or shapes: inf - inf inside the interpolation
-        interval = np.quantile(np.where(np.isnan(boot_factor), np.inf, boot_factor), tails, axis=0, method="nearest")
+        unbounded = np.where(np.isnan(boot_factor), np.inf, boot_factor)
+        interval = np.quantile(unbounded, tails, axis=0, method="nearest")
         shape_lo, shape_hi = np.quantile(boot_shape, tails, method="nearest")
     name, shape = _law_name(model, slope)
     return LawDiagnosis(
