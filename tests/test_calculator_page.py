@@ -354,8 +354,13 @@ def test_page_agrees_with_the_package(calculator):
                 compared.append(("factor", expected.factor))
             for key, value in compared:
                 error = abs(row[key] / value - 1.0)
-                assert error <= TOLERANCE[kind], (setting, row, value)
-                worst[kind] = max(worst[kind], error)
+                # a headless row's factor is its scale over the head's alpha_L, which the page
+                # solves from the measured entropy as the head-dependent rows do
+                held = kind
+                if key == "factor" and kind == "closed" and setting["headEntropy"] is not None:
+                    held = "quadrature" if setting["scores"] == "cosine" else "interpolated"
+                assert error <= TOLERANCE[held], (setting, key, row, value)
+                worst[held] = max(worst[held], error)
         # the package's notes, word for word, save those only its solvers can know
         cli_rows = [row["criterion"] for row in page["entries"] if row["cli"]]
         exact_to_cli = any(name.startswith("exact entropy match") for name in cli_rows)
