@@ -489,7 +489,7 @@ def test_the_table_says_which_number_is_which():
     assert lines[2].startswith("  x std: the scale on the unit-variance score")
     assert lines[3].split()[:3] == ["criterion", "factor", "x"]
     qwen = next(line for line in lines if "Qwen" in line)
-    assert qwen.split()[-5:-3] == ["1.250", "3.045"]  # the factor first, the absolute scale second
+    assert qwen.split("Bai")[0].split()[-2:] == ["1.250", "3.045"]  # the factor, then the scale
     assert all(len(line) <= 88 for line in lines)
     plain = str(at.recommend_scale(128, 4096)).splitlines()
     assert plain[3].split()[:2] == ["criterion", "scale"] and "factor" not in plain[3]
@@ -512,10 +512,13 @@ def test_the_marked_rows_are_the_books_answer(kwargs):
     rec = at.recommend_scale(**kwargs)
     answer = advice.calculator_answer(rec.scores, rec.causal, rec.n, rec.train_length)
     assert rec.answer == answer
-    keys = {
-        rule.name(calculator._Setting(rec.d, rec.n, rec.scores, rec.causal, rec.train_length, 1.0)): rule.key
-        for rule in calculator.RULES
-    }
+    setting = calculator._Setting(rec.d, rec.n, rec.scores, rec.causal, rec.train_length, 1.0)
+    keys = {}
+    for rule in calculator.RULES:
+        try:  # a rule whose name needs L has none to give without a training length
+            keys[rule.name(setting)] = rule.key
+        except TypeError:
+            continue
     assert [keys[e.criterion] for e in rec.recommended] == list(at.answers()[answer].rows)
     assert rec.entries[: len(rec.recommended)] == rec.recommended
     level = at.answers()[answer].confidence

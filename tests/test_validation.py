@@ -245,6 +245,7 @@ def test_every_public_function_is_covered():
         "format_uncertain",
         "gaussian_law",  # no arguments
         "seed_interval",  # return a pair: tests/test_intervals.py checks them and their arguments
+        "crossed_interval",  # also a pair (mean, half): tests/test_intervals.py
         "paired_difference",
         "welch_tolerance",  # tests/test_intervals.py checks its arguments
         "answers",  # returns text; tests/test_advice.py checks its arguments

@@ -8,7 +8,7 @@ Chapter *Which law*.  The weight on the largest score of a row is
 with :math:`g_j \ge 0` the gaps of the other keys below the maximum and
 :math:`N(t) = \#\{j : g_j \le t\}` the gap-counting function.  The
 *accumulation scale* :math:`A = \sup_{t>0} \log(1 + N(t))/t`
-(:func:`accumulation_scale`) bounds it from both sides (the book's
+(:func:`~attnscale.accumulation_scale`) bounds it from both sides (the book's
 Theorem *gap-bounds*), so the scale at which a row of :math:`n` keys stays
 in its critical window grows with :math:`n` as :math:`A` does.  For
 i.i.d. scores with survival function :math:`S`, the mean count of keys
@@ -16,7 +16,7 @@ within :math:`t` of the top is :math:`n S(b_n - t)` with
 :math:`S(b_n) = 1/n`; the supremum of :math:`\log(nS(b_n - t))/t` sits at
 one of its two ends, the top (the hazard :math:`nf(b_n)`) or the bulk
 (:math:`\log(n/2)/(b_n - \mathrm{median})`), which gives the critical
-scale of :func:`iid_critical_scale`:
+scale of :func:`~attnscale.iid_critical_scale`:
 
 - Weibull-type tails :math:`S(x) = e^{-x^\beta}`: :math:`\beta(\log n)^{1-1/\beta}`
   (Gaussian scores: :math:`\sqrt{2\log n}` to leading order);
@@ -25,10 +25,10 @@ scale of :func:`iid_critical_scale`:
 - Pareto tails :math:`S(x) = x^{-\gamma}`: :math:`\log n\; n^{-1/\gamma}`,
   a *falling* scale;
 - a planted target :math:`\Delta` above a bulk: :math:`\log n/\Delta`
-  (:func:`planted_length_factor`), until the bulk's own maximum reaches the
+  (:func:`~attnscale.planted_length_factor`), until the bulk's own maximum reaches the
   target.
 
-:func:`diagnose_law` estimates which of these a head's rows follow, from
+:func:`~attnscale.diagnose_law` estimates which of these a head's rows follow, from
 the normalized spacings of their upper order statistics, and returns the
 factor :math:`\lambda(n)` that carries the head's scale from its training
 length to others.

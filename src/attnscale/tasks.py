@@ -29,7 +29,7 @@ Masked text (Su's masked-LM setting, bidirectional)
 A needle in the text (passkey)
     A window of the corpus with a line ``key = value`` planted at a chosen
     depth (key: lowercase letters, value: digits) and the key asked again at
-    the end (``\nkey = ``); the scored positions are the value's digits
+    the end (a new line with the key, ``=`` and the value); the scored positions are the value's digits
     (exact match: every digit predicted).
 """
 
@@ -279,11 +279,11 @@ def needle_in_text(text, length: int, count: int, seed: int, *, depth=None) -> T
     """Windows of ``text`` with a line ``key = value`` planted and the key asked at the end.
 
     Each window of ``length`` bytes (next-byte layout: inputs and targets
-    shifted by one) is the corpus text with a line ``\\nabc = 1234\\n``
+    shifted by one) is the corpus text with a line ``abc = 1234`` (on its own line)
     written over it at ``depth`` (0: the start of the window, 1: just
-    before the question) and ends with the question ``\\nabc = `` and the
-    value's digits.  Keys are :data:`NEEDLE_KEY_LETTERS` random lowercase
-    letters, values :data:`NEEDLE_DIGITS` random digits.
+    before the question) and ends with the question (a new line ``abc =``) and the
+    value's digits.  Keys are ``NEEDLE_KEY_LETTERS`` random lowercase
+    letters, values ``NEEDLE_DIGITS`` random digits.
 
     Parameters
     ----------
@@ -299,7 +299,7 @@ def needle_in_text(text, length: int, count: int, seed: int, *, depth=None) -> T
     -------
     TaskBatch
         The scored positions are those whose target is one of the value's
-        digits in the question (:data:`NEEDLE_DIGITS` per window; the
+        digits in the question (``NEEDLE_DIGITS`` per window; the
         needle is found when all of them are right).  ``answer_keys`` holds
         the positions of the planted key's first letter and of the value's
         first digit.  ``chance`` is 1/10 per digit.
