@@ -4,6 +4,8 @@
     python experiments/retrieval.py --only recall            # one part (resumable: finished runs are kept)
     python experiments/retrieval.py --seeds 5 6 7 8 9 --only recall:rope \\
         --out book/data/retrieval-reseed.json                 # the same arms on new seeds
+    python experiments/retrieval.py --only recall --rules logn512 ssmax --seeds 3 4 \\
+        --out book/data/retrieval-more.json                   # some arms only
     python experiments/retrieval.py --quick --out /tmp/r.json # a smoke run of the pipeline (about a minute)
 
 Trains small transformers (:mod:`attnscale.lm`) on tasks whose heads must
@@ -129,8 +131,8 @@ def config_for(job, quick):
     return replace(base, scale_rule=job["rule"], vocab=text_vocab, causal=job["task"] != "mlm", **common)
 
 
-def jobs_for(seeds, only):
-    """Every run, heaviest first."""
+def jobs_for(seeds, only, rules=None):
+    """Every run, heaviest first (of the given rules only, if ``rules`` is not None)."""
     parts = {
         "recall": [("recall", p, r) for r in ("standard", "logn512", "ssmax") for p in ("rope", "nope")],
         "bidirectional": [("mlm", "rope", r) for r in ("standard", "logn512")]
@@ -141,6 +143,8 @@ def jobs_for(seeds, only):
     for part, arms in parts.items():
         for task, positions, rule in arms:
             if only not in (None, part, f"{part}:{positions}"):
+                continue
+            if rules is not None and rule not in rules:
                 continue
             jobs += [{"task": task, "positions": positions, "rule": rule, "seed": s} for s in seeds]
     return jobs
@@ -445,6 +449,12 @@ def main(argv=None):
         help="one part; the results file then holds every finished run of the cache",
     )
     parser.add_argument(
+        "--rules",
+        nargs="+",
+        choices=["standard", "logn512", "ssmax", "softmax", "relu2"],
+        help="train these arms only (e.g. the trained-in rules on new seeds)",
+    )
+    parser.add_argument(
         "--workers", type=int, default=None, help="processes (default: 1 per core, at most 2)"
     )
     parser.add_argument("--quick", action="store_true", help="tiny models and runs: a smoke test")
@@ -463,7 +473,7 @@ def main(argv=None):
         if record.get("git_commit") != info["git_commit"] or record.get("quick") != args.quick:
             raise SystemExit(f"{path} was made at another commit or mode: delete {cache} to start afresh")
         done[path.stem] = record
-    jobs = [job for job in jobs_for(args.seeds, args.only) if job_name(job) not in done]
+    jobs = [job for job in jobs_for(args.seeds, args.only, args.rules) if job_name(job) not in done]
     total = sum(job_steps(job, args.quick) for job in jobs)
     print(f"{len(done)} runs kept from {cache}, {len(jobs)} to go ({total} steps)", file=sys.stderr)
     counter = mp.get_context("spawn").Value("l", 0)
