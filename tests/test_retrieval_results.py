@@ -74,3 +74,35 @@ def test_law_fits_recover_the_law_they_were_given():
         assert min(fits.values(), key=lambda f: f.rms).law == law
     with pytest.raises(ValueError, match="law"):
         rv.fit_length_law(n, n, 64, "cubic")
+
+
+def _file(seeds, rule="standard", **settings):
+    runs = [dict(r, rule=rule) for r in _runs(np.zeros((max(seeds) + 1, 2, 3)))]
+    return {
+        "provenance": {"command": f"seeds {seeds}"},
+        "settings": {"lengths": [64, 128], "seeds": list(seeds), **settings},
+        "runs": [r for r in runs if r["seed"] in seeds],
+    }
+
+
+def test_pool_results_joins_files_that_differ_only_in_their_seeds():
+    runs, provenances = rv.pool_results(_file([0, 1]), _file([2, 3]), _file([0], rule="logn512"))
+    assert [(r["rule"], r["seed"]) for r in runs] == [
+        ("standard", 0),
+        ("standard", 1),
+        ("standard", 2),
+        ("standard", 3),
+        ("logn512", 0),
+    ]
+    assert [p["command"] for p in provenances] == ["seeds [0, 1]", "seeds [2, 3]", "seeds [0]"]
+
+
+def test_pool_results_refuses_other_settings_a_repeated_run_and_no_file():
+    with pytest.raises(ValueError, match=r"other settings than results\[0\]: \['lengths'\]"):
+        rv.pool_results(_file([0]), _file([1], lengths=[64, 256]))
+    with pytest.raises(ValueError, match=r"repeats the run \('recall', 'rope', 'standard', 1\)"):
+        rv.pool_results(_file([0, 1]), _file([1, 2]))
+    with pytest.raises(ValueError, match="at least one"):
+        rv.pool_results()
+    with pytest.raises(ValueError, match=r"results\[1\] is not a results file"):
+        rv.pool_results(_file([0]), {"runs": []})

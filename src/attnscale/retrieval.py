@@ -28,8 +28,63 @@ __all__ = [
     "oracle_factor",
     "oracle_table",
     "paired_table",
+    "pool_results",
     "select_runs",
 ]
+
+# Settings that may differ between results files of one experiment: which
+# seeds a call trained, and nothing else.
+_PER_CALL_SETTINGS = frozenset({"seeds"})
+
+
+def pool_results(*results):
+    """The runs of several results files of the retrieval sweep, as one list.
+
+    The sweep (``experiments/retrieval.py``) writes one file per call; a
+    later call may train further seeds or arms.  Their runs can be read
+    together only if every setting that decides a run's numbers is the same
+    (the model, the steps, the lengths, the test windows, the data seeds);
+    only the list of seeds may differ.  A run (task, positions, rule, seed)
+    present in two files is refused rather than counted twice.
+
+    Parameters
+    ----------
+    *results : dict
+        Results files as read by :func:`attnscale.lm.load_results`, each with
+        ``"provenance"``, ``"settings"`` and ``"runs"``.
+
+    Returns
+    -------
+    runs : list of dict
+        Every run of every file, in the files' order.
+    provenances : list of dict
+        Each file's provenance (its command, commit, times), in order.
+
+    Raises
+    ------
+    ValueError
+        If no file is given, two files' settings differ beyond their seeds,
+        or one run appears twice.
+    """
+    if not results:
+        raise ValueError("results: give at least one results file")
+    for i, result in enumerate(results):
+        if not isinstance(result, dict) or not {"provenance", "settings", "runs"} <= result.keys():
+            raise ValueError(f"results[{i}] is not a results file (provenance, settings, runs)")
+    first = {k: v for k, v in results[0]["settings"].items() if k not in _PER_CALL_SETTINGS}
+    runs, seen = [], set()
+    for i, result in enumerate(results):
+        settings = {k: v for k, v in result["settings"].items() if k not in _PER_CALL_SETTINGS}
+        differ = sorted(k for k in first.keys() | settings.keys() if first.get(k) != settings.get(k))
+        if differ:
+            raise ValueError(f"results[{i}] was made with other settings than results[0]: {differ}")
+        for run in result["runs"]:
+            key = (run["task"], run["positions"], run["rule"], run["seed"])
+            if key in seen:
+                raise ValueError(f"results[{i}] repeats the run {key}")
+            seen.add(key)
+            runs.append(run)
+    return runs, [result["provenance"] for result in results]
 
 
 def select_runs(runs, task, positions, rule):
