@@ -226,3 +226,15 @@ def test_retrieval_results_replay(positions, rule):
     logged = np.array(first["log"]["losses"][:steps])
     np.testing.assert_allclose(replay.losses, logged, rtol=1e-5)  # this machine agrees to about 1e-7
     assert np.any(np.abs(np.array(other["log"]["losses"][:steps]) / logged - 1) > 1e-5)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_describe_recall_bolds_each_scored_answer(causal):
+    batch = tasks.associative_recall(16, 1, 3, VOCAB, causal=causal)
+    words = tasks.describe_recall(batch, VOCAB).split()
+    bold = [w.strip("*") for w in words if w.startswith("**")]
+    answers = [f"v{t - VOCAB.first_value}" for t in batch.targets[0][batch.weights[0] > 0]]
+    assert bold == answers  # every scored answer once, in order, and nothing else
+    # the causal text is the tokens read then the last answer; the masked one is the window itself
+    assert len(words) == 16 + causal
+    assert "⟨mask⟩" not in words  # a masked answer is shown as what must be predicted there

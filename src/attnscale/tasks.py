@@ -353,7 +353,9 @@ def describe_recall(batch: TaskBatch, vocabulary: RecallVocabulary, example: int
     """One example of :func:`associative_recall` as Markdown: keys ``k·``, values ``v·``, scored answers bold.
 
     Causal layout: the tokens read, then the last answer; each token whose
-    next token is scored is followed by that answer in bold.
+    next token is scored is followed by that answer in bold.  Masked layout
+    (``causal=False``): the window as the model reads it, with each masked
+    answer written in bold in its place.
     """
     if not isinstance(batch, TaskBatch) or not isinstance(vocabulary, RecallVocabulary):
         raise TypeError("batch must be a TaskBatch and vocabulary a RecallVocabulary")
@@ -368,6 +370,8 @@ def describe_recall(batch: TaskBatch, vocabulary: RecallVocabulary, example: int
         return f"v{token - vocabulary.first_value}"
 
     inputs, targets, scored = batch.inputs[example], batch.targets[example], batch.weights[example] > 0
+    if scored.any() and np.all(inputs[scored] == vocabulary.mask):  # answers predicted in place
+        return " ".join(f"**{name(t)}**" if s else name(i) for i, t, s in zip(inputs, targets, scored))
     words = [name(inputs[0])]
     for i in range(1, len(inputs)):
         words.append(f"**{name(inputs[i])}**" if scored[i - 1] else name(inputs[i]))
