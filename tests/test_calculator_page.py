@@ -291,8 +291,8 @@ def _same_note(page: str, package: str) -> bool:
     )
 
 
-#: Rows that do not depend on the head's alpha_L (so on a measured entropy).
-HEADLESS_ROWS = ("standard", "gradient", "entropy-invariant log_512", "QK-norm")
+#: Rows that do not depend on the head's alpha_L (so on a measured entropy), by the key of their rule.
+HEADLESS_ROWS = ("standard", "gradient", "base 512", "qknorm")
 
 
 def _kind(row: dict, setting: dict) -> str:
@@ -304,7 +304,7 @@ def _kind(row: dict, setting: dict) -> str:
         return "causal cosine"
     if row["criterion"].startswith(("gradient, causal", "gradient (cosine")):
         return "interpolated"
-    if setting["headEntropy"] is not None and not row["criterion"].startswith(HEADLESS_ROWS):
+    if setting["headEntropy"] is not None and row["key"] not in HEADLESS_ROWS:
         return "quadrature" if cosine else "interpolated"
     return "closed"
 
@@ -331,6 +331,8 @@ def test_page_agrees_with_the_package(calculator):
         assert page["answer"] == rec.answer, setting
         for key, value in words.items():
             assert page["words"][key] == value, (setting, key)
+        # how to use the marked row: the answer's words, its factor filled in as the package fills it
+        assert page["how"] == rec.how, setting
         package_rows = {e.criterion: e for e in rec.entries}
         # the same rows in the same order: every package row is on the page,
         # and every page row with a number is in the package
@@ -346,6 +348,7 @@ def test_page_agrees_with_the_package(calculator):
             assert expected is not None, (setting, row)
             assert row["source"] == expected.source
             assert row["group"] == expected.group, (setting, row, expected)
+            assert (row["key"], row["absolute"]) == (expected.key, expected.absolute), (setting, row)
             kind = _kind(row, setting)
             counted[kind] += 1
             compared = [("scale", expected.scale), ("unit", expected.unit_scale)]
@@ -354,13 +357,8 @@ def test_page_agrees_with_the_package(calculator):
                 compared.append(("factor", expected.factor))
             for key, value in compared:
                 error = abs(row[key] / value - 1.0)
-                # a headless row's factor is its scale over the head's alpha_L, which the page
-                # solves from the measured entropy as the head-dependent rows do
-                held = kind
-                if key == "factor" and kind == "closed" and setting["headEntropy"] is not None:
-                    held = "quadrature" if setting["scores"] == "cosine" else "interpolated"
-                assert error <= TOLERANCE[held], (setting, key, row, value)
-                worst[held] = max(worst[held], error)
+                assert error <= TOLERANCE[kind], (setting, key, row, value)
+                worst[kind] = max(worst[kind], error)
         # the package's notes, word for word, save those only its solvers can know
         cli_rows = [row["criterion"] for row in page["entries"] if row["cli"]]
         exact_to_cli = any(name.startswith("exact entropy match") for name in cli_rows)
@@ -1280,11 +1278,17 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.goto(probe_page, wait_until="load")
     form = tab.locator("#attnscale-calculator")
     assert form.is_visible()
-    rows = tab.locator("#attnscale-calculator tbody tr:not(.calc-group)")
+    rows = tab.locator("#attnscale-calculator tbody tr:not(.calc-group):not(.calc-how)")
     # the defaults (d 128, n 65536, L 4096): the package's rows, the exact
     # match solved on the page
     want = at.recommend_scale(d=128, n=65536, train_length=4096)
     assert rows.locator("th").all_inner_texts() == [e.criterion for e in want.entries]
+    # under the marked row, how to use it: the package's words (with RoPE, extend the frequencies first)
+    how = tab.locator("#attnscale-calculator tbody tr.calc-how")
+    assert how.count() == 1 and how.inner_text() == want.how and want.how.startswith("with RoPE")
+    # under the measurements' fields, what they mean: the command line's help
+    for name, words in calculator_module.FIELDS.items():
+        assert tab.locator(f'.calc-field-note[data-field="{name}"]').inner_text() == words
     first = rows.nth(1).locator("td").nth(0).inner_text()
     assert first == format(want.entries[1].scale, ".4g")
     exact = float(rows.last.locator("td").nth(0).inner_text())

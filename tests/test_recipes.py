@@ -234,15 +234,18 @@ def test_calculator_never_returns_zero_and_says_why():
 def test_calculator_scales_the_length_rules_by_the_measured_head():
     d, n, length, alpha_l = 128, 16384, 2048, 2.5
     rec = at.recommend_scale(d, n, train_length=length, head_scale=alpha_l)
-    entries = {e.criterion: e for e in rec.entries}
+    entries = _keyed(rec)
     # typed by hand: alpha_L log_L n, on q.k divided by sqrt(d)
-    ei = entries[f"entropy-invariant a_L*log_{length}(n)"]
+    ei = entries["entropy-invariant"]
+    assert ei.criterion == f"entropy-invariant log_{length}(n)"  # the name gives the factor
     assert ei.unit_scale == pytest.approx(alpha_l * math.log(n) / math.log(length), rel=1e-14)
     assert ei.scale == pytest.approx(ei.unit_scale / math.sqrt(d), rel=1e-14)
-    yarn = entries["YaRN mscale(n/L)^2, with its RoPE"]
+    yarn = entries["yarn"]
     assert yarn.unit_scale == pytest.approx(alpha_l * (0.1 * math.log(n / length) + 1) ** 2, rel=1e-14)
-    sqrt_rule = entries["sqrt rule sqrt(a_L^2 + 2 ln(n/L))"]
+    sqrt_rule = entries["sqrt"]
+    assert sqrt_rule.criterion == "sqrt rule sqrt(1 + 2 ln(n/L)/a_L^2)"  # the factor, as the name says
     assert sqrt_rule.unit_scale == pytest.approx(math.sqrt(alpha_l**2 + 2 * math.log(n / length)), rel=1e-14)
+    assert sqrt_rule.factor == pytest.approx(math.sqrt(1 + 2 * math.log(n / length) / alpha_l**2), rel=1e-14)
     assert rec.alpha_train == alpha_l
     # the standard and gradient rows do not depend on the head
     plain = at.recommend_scale(d, n, train_length=length)
@@ -253,9 +256,7 @@ def test_calculator_scales_the_length_rules_by_the_measured_head():
 def test_recommendation_record():
     rec = at.recommend_scale(128, 4096, train_length=512)
     names = [e.criterion for e in rec.entries]
-    assert (
-        names[0] == "Qwen logn (queries, n > L only)" and "standard 1/sqrt(d)" in names
-    )  # the marked answer
+    assert rec.entries[0].key == "qwen" and "standard 1/sqrt(d)" in names  # the marked answer
     assert any(name.startswith("gradient") for name in names)
     assert any(name.startswith("YaRN") for name in names)
     for entry in rec.entries:
@@ -351,6 +352,11 @@ def _entries(rec):
     return {e.criterion: e for e in rec.entries}
 
 
+def _keyed(rec):
+    """The entries by the key of their rule (attnscale.calculator.RULES), which no setting changes."""
+    return {e.key: e for e in rec.entries}
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -392,7 +398,8 @@ def test_a_new_rule_is_one_entry(monkeypatch):
     )
     monkeypatch.setattr(calculator, "RULES", (*calculator.RULES, extra))
     rec = at.recommend_scale(64, 1000)
-    assert rec.entries[-1] == at.ScaleEntry("twice the standard", 2.0 / 8.0, 2.0, "test", group="criterion")
+    want = at.ScaleEntry("twice the standard", 2.0 / 8.0, 2.0, "test", group="criterion", key="twice")
+    assert rec.entries[-1] == want
 
 
 def test_llama4_row_never_falls_below_the_head_and_ignores_l():
@@ -440,7 +447,7 @@ def test_gradient_note_is_worded_as_a_numerical_finding():
 def test_exact_match_beyond_the_exact_range_is_a_note():
     rec = at.recommend_scale(128, 1e12, train_length=4096)
     assert any("exact expectation covers" in note for note in rec.notes)
-    assert "Qwen logn (queries, n > L only)" in _entries(rec)
+    assert "qwen" in _keyed(rec)
 
 
 def test_a_measured_entropy_out_of_reach_is_one_error_naming_it():
@@ -470,29 +477,96 @@ def test_a_measured_heads_rule_factor_is_exactly_the_rules_factor(measure):
     """The factor column is the rule's own factor on the trained logits, not alpha_L times it."""
     n, length = 32768.0, 4096.0
     rec = at.recommend_scale(128, n, train_length=length, **measure)
-    rows = _entries(rec)
-    assert rows["Qwen logn (queries, n > L only)"].factor == math.log(n) / math.log(length)  # exactly
-    assert rows[f"entropy-invariant a_L*log_{length:g}(n)"].factor == math.log(n) / math.log(length)
-    assert rows["YaRN mscale(n/L)^2, with its RoPE"].factor == float(at.yarn_mscale(n / length)) ** 2
-    assert rows["Llama 4 (NoPE layers), f(n)"].factor == float(at.llama4_attention_scale(n))
-    assert rows["keep the trained scale alpha_L"].factor == 1.0
-    for e in rec.entries:  # every row: the factor times alpha_L is the scale on the unit-variance score
-        assert e.factor * rec.alpha_train == pytest.approx(e.unit_scale, rel=1e-15)
+    rows = _keyed(rec)
+    assert rows["qwen"].factor == math.log(n) / math.log(length)  # exactly
+    assert rows["entropy-invariant"].factor == math.log(n) / math.log(length)
+    assert rows["yarn"].factor == float(at.yarn_mscale(n / length)) ** 2
+    assert rows["llama4"].factor == float(at.llama4_attention_scale(n))
+    assert rows["trained"].factor == 1.0
+    for e in rec.entries:  # every length row: the factor times alpha_L is the scale on the unit-variance score
+        if not e.absolute:
+            assert e.factor * rec.alpha_train == pytest.approx(e.unit_scale, rel=1e-15)
     # and without a measurement there is no factor to confuse with the scale
     assert all(e.factor is None for e in at.recommend_scale(128, n, train_length=length).entries)
 
 
+def _header(lines):
+    """The table's column header (the line that starts with "criterion")."""
+    return next(line for line in lines if line.split()[:1] == ["criterion"])
+
+
 def test_the_table_says_which_number_is_which():
+    """Issue 31: the title, the lines above the columns and the columns say factor where factors print."""
     text = str(at.recommend_scale(128, 32768, train_length=4096, head_entropy=5.5))
     lines = text.splitlines()
-    assert lines[1].startswith("  factor: multiplies this head's trained logits")
-    assert lines[2].startswith("  x std: the scale on the unit-variance score")
-    assert lines[3].split()[:3] == ["criterion", "factor", "x"]
+    assert lines[0].startswith("factor for softmax(factor * trained logits)")
+    joined = " ".join(text.split())
+    assert "factor: multiplies this head's trained logits" in joined
+    assert "x std: the scale on the unit-variance score" in joined
+    assert "absolute: a rule that sets the scale itself, not a length rule" in joined
+    assert _header(lines).split()[:3] == ["criterion", "factor", "x"]
     qwen = next(line for line in lines if "Qwen" in line)
     assert qwen.split("Bai")[0].split()[-2:] == ["1.250", "3.045"]  # the factor, then the scale
     assert all(len(line) <= 88 for line in lines)
     plain = str(at.recommend_scale(128, 4096)).splitlines()
-    assert plain[3].split()[:2] == ["criterion", "scale"] and "factor" not in plain[3]
+    assert plain[0].startswith("scale for softmax(scale * q.k)")
+    assert _header(plain).split()[:2] == ["criterion", "scale"] and "factor" not in _header(plain)
+
+
+@pytest.mark.parametrize("measure", [dict(head_scale=2.436), dict(head_entropy=5.5)])
+def test_a_rule_with_no_notion_of_a_head_prints_no_factor(measure):
+    """The standard scale, the gradient criterion, QK-norm's g: no factor on a trained head, anywhere."""
+    for scores in ("dot", "cosine"):
+        rec = at.recommend_scale(128, 32768, scores=scores, train_length=4096, **measure)
+        rows = _keyed(rec)
+        for key in ("standard", "gradient", *(["qknorm"] if scores == "cosine" else [])):
+            assert rows[key].absolute and rows[key].factor is None, (scores, key)
+            line = next(line for line in str(rec).splitlines() if line.strip().startswith(rows[key].criterion))
+            assert line.split()[len(rows[key].criterion.split())] == "absolute", line
+        assert rows["standard"].unit_scale == 1.0  # its scale, which no head changes
+        assert all(e.factor is not None for e in rec.entries if not e.absolute)
+        printed = dict(zip((e.key for e in rec.entries), rec.cells(), strict=True))
+        assert printed["standard"] == ("absolute", "1.000")
+
+
+def test_qknorm_is_an_initial_value_not_a_published_scale():
+    rec = at.recommend_scale(128, 32768, scores="cosine", train_length=4096)
+    qknorm = _keyed(rec)["qknorm"]
+    assert qknorm.group == "initial"
+    assert "published initial values, learned in training afterwards (not a scale to set):" in str(rec)
+
+
+def test_the_marked_length_row_says_to_extend_rope_first():
+    """The words under the marked row are the answers table's (attnscale.advice.ROPE_FIRST), factor filled in."""
+    from attnscale import advice
+
+    assert advice.ROPE_FIRST in at.answers()["length"].recommendation
+    for measure in (dict(), dict(head_scale=2.0)):
+        rec = at.recommend_scale(128, 32768, train_length=4096, **measure)
+        assert rec.how.startswith(advice.ROPE_FIRST + ", then multiply the head's trained logits")
+        assert f"by this row's factor, {math.log(32768) / math.log(4096):.4g} here" in rec.how
+        text = " ".join(str(rec).split())
+        marked = text.index("Qwen log_L(n)")
+        assert text.index(" ".join(rec.how.split())) > marked  # under the marked row
+        assert text.index(" ".join(rec.how.split())) < text.index("published rules")
+    assert at.recommend_scale(128, 4096, train_length=4096).how == ""  # within L: the row says it all
+
+
+def test_causal_settings_say_which_entropy_and_which_position():
+    """A decoder's entropy is that of rows over L keys; Qwen's factor is per position (logn_list), here at n."""
+    from attnscale.calculator import FIELDS, NOTES
+
+    rec = at.recommend_scale(128, 32768, causal=True, train_length=4096, head_entropy=5.5)
+    assert NOTES["head entropy causal"] in rec.notes and NOTES["causal length"] in rec.notes
+    assert "log_L t past L (logn_list)" in NOTES["causal length"]
+    plain = at.recommend_scale(128, 32768, train_length=4096, head_entropy=5.5)
+    assert NOTES["causal length"] not in plain.notes and NOTES["head entropy causal"] not in plain.notes
+    # the factor printed is the one the release gives the query at position n (0-based n - 1)
+    logn_list = [math.log(i, 4096) if i > 4096 else 1 for i in range(1, 32769)]
+    assert _keyed(rec)["qwen"].factor == pytest.approx(logn_list[32768 - 1], rel=1e-15)
+    help_text = " ".join(run("scale", "--help").stdout.split())
+    for words in FIELDS.values():
+        assert " ".join(words.split()) in help_text
 
 
 @pytest.mark.parametrize(
@@ -513,13 +587,14 @@ def test_the_marked_rows_are_the_books_answer(kwargs):
     answer = advice.calculator_answer(rec.scores, rec.causal, rec.n, rec.train_length)
     assert rec.answer == answer
     setting = calculator._Setting(rec.d, rec.n, rec.scores, rec.causal, rec.train_length, 1.0)
-    keys = {}
+    names = {}
     for rule in calculator.RULES:
         try:  # a rule whose name needs L has none to give without a training length
-            keys[rule.name(setting)] = rule.key
+            names[rule.key] = rule.name(setting)
         except TypeError:
             continue
-    assert [keys[e.criterion] for e in rec.recommended] == list(at.answers()[answer].rows)
+    assert [e.key for e in rec.recommended] == list(at.answers()[answer].rows)
+    assert [e.criterion for e in rec.recommended] == [names[e.key] for e in rec.recommended]
     assert rec.entries[: len(rec.recommended)] == rec.recommended
     level = at.answers()[answer].confidence
     heading = f"what the book recommends here (its answer '{answer}', {level} confidence):"

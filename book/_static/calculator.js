@@ -1316,19 +1316,46 @@
     return alpha;
   }
 
-  // attnscale.calculator._table_words: the title, the two lines saying what the numbers are, the headings
+  // attnscale.calculator._table_words: the title, the two lines saying what the numbers are, the columns and
+  // the headings
   function tableWords(s, answer, table) {
     const T = table.words.table;
     const [raw, unit] = [T[`raw ${s.scores}`], T[`unit ${s.scores}`]];
     const length = s.L !== null ? fill(T.length, { L: s.L }) : "";
-    const title = fill(T.title, { raw, d: s.d, n: s.n, causal: s.causal ? T.causal : "", length });
     const suffix = s.measured ? " measured" : "";
+    const title = fill(T["title" + suffix], { raw, d: s.d, n: s.n, causal: s.causal ? T.causal : "", length });
     const values = { raw, unit, alpha: s.a };
     const out = { title, first: fill(T["first" + suffix], values), second: fill(T["second" + suffix], values) };
     const level = table.words.answers.confidence[answer];
     for (const g of table.words.groups) out[`group ${g}`] = fill(T[`group ${g}`], { answer, level });
-    out.columns = [T["column criterion"], s.measured ? T["column factor"] : T["column scale"], T["column std"], "source"];
+    out.columns = [
+      T["column criterion"],
+      s.measured ? T["column factor"] : T["column scale"],
+      T["column std"],
+      T["column source"],
+    ];
     return out;
+  }
+
+  // attnscale.calculator.Recommendation.cells: each row's two numbers as the table prints them (a row the page
+  // leaves to the command line has none)
+  function cells(result, table) {
+    const fixed = (x) => (x < 1e3 ? fmtF(x, 3) : fmtE(x, 1)); // attnscale.calculator._fixed
+    return result.entries.map((e) => {
+      if (e.cli) return null;
+      let first;
+      if (!result.setting.measured) first = fmtG(e.scale, 4);
+      else first = e.factor === null ? table.words.table.absolute : fixed(e.factor);
+      return [first, fixed(e.unit)];
+    });
+  }
+
+  // attnscale.calculator._how: how to use the marked row, from the book's answer, its factor filled in
+  function howWords(answer, entries, s, table) {
+    const template = table.words.answers.how[answer];
+    const marked = entries.filter((e) => e.group === "answer" && !e.absolute && !e.cli);
+    if (template === undefined || marked.length === 0) return "";
+    return fill(template, { factor: marked[0].factor ?? marked[0].unit / s.a });
   }
 
   // The whole table for one setting: {entries, notes} or {error, field}
@@ -1374,8 +1401,12 @@
     if (s.headScale !== null) addNote(say(table, "head scale", { alpha: s.a, L: s.L }));
     else if (s.headEntropy !== null) {
       addNote(say(table, "head entropy", { entropy: s.headEntropy, L: s.L, alpha: s.a, law: lawOf(s) }));
+      if (s.causal) addNote(say(table, "head entropy causal"));
     } else if (s.L !== null) addNote(say(table, "no head"));
-    if (s.L !== null && s.n > s.L) addNote(say(table, "past L"));
+    if (s.L !== null && s.n > s.L) {
+      addNote(say(table, "past L"));
+      if (s.causal) addNote(say(table, "causal length"));
+    }
     const root = Math.sqrt(s.d);
     const entries = [];
     for (const rule of table.words.rules) {
@@ -1391,6 +1422,8 @@
         scale: null,
         factor: null,
         group,
+        key: rule.key,
+        absolute: rule.absolute,
         cli: Boolean(out.cli),
       };
       if (out.cli) {
@@ -1400,8 +1433,9 @@
         const raw = s.scores === "dot" ? out.unit / root : out.unit * root;
         // never a degenerate scale, as the package's _run
         if (Number.isFinite(out.unit) && out.unit > 0 && Number.isFinite(raw) && raw > 0) {
-          // with a measured head, the factor on its trained logits (attnscale.calculator._run)
-          const factor = s.measured ? (out.factor ?? out.unit / s.a) : null;
+          // with a measured head, a length rule's factor on its trained logits (attnscale.calculator._run);
+          // a rule that sets the scale itself has none
+          const factor = s.measured && !rule.absolute ? (out.factor ?? out.unit / s.a) : null;
           entries.push(Object.assign(entry, { unit: out.unit, scale: raw, factor }));
         } else {
           out.notes.push(`${name}: gives no usable scale here; left out`);
@@ -1412,7 +1446,8 @@
     // the book's answer first, then the published rules, then the criteria; stable within a group
     const groups = table.words.groups;
     entries.sort((a, b) => groups.indexOf(a.group) - groups.indexOf(b.group));
-    return { entries, notes, setting: s, answer, words: tableWords(s, answer, table) };
+    const how = howWords(answer, entries, s, table);
+    return { entries, notes, setting: s, answer, how, words: tableWords(s, answer, table) };
   }
 
   // --- the form ----------------------------------------------------------
@@ -1703,24 +1738,30 @@
     out.classList.toggle("calc-stale", Boolean(result.error));
     // the field the message is about, for screen readers (WCAG 3.3.1)
     for (const input of form.querySelectorAll("input")) {
+      // a field's own note (what a measurement means) stays part of its description
+      input.dataset.note ??= input.getAttribute("aria-describedby") ?? "";
+      const note = input.dataset.note;
       if (input.name === result.field) {
         input.setAttribute("aria-invalid", "true");
-        input.setAttribute("aria-describedby", message.id);
+        input.setAttribute("aria-describedby", note ? `${message.id} ${note}` : message.id);
       } else {
         input.removeAttribute("aria-invalid");
-        input.removeAttribute("aria-describedby");
+        if (note) input.setAttribute("aria-describedby", note);
+        else input.removeAttribute("aria-describedby");
       }
     }
     if (result.error) return result.error;
     // the table as the command line prints it (attnscale.calculator.Recommendation.table): the same
     // title, lines, columns, group headings, rows and digits
     const W = result.words;
-    const fixed = (x) => (x < 1e3 ? fmtF(x, 3) : fmtE(x, 1)); // attnscale.calculator._fixed
-    const measured = result.setting.measured;
+    const printed = cells(result, table);
     const body = [];
     let group = null;
-    for (const e of result.entries) {
+    // the words on how to use the marked row, under it (attnscale.calculator.Recommendation.table)
+    const how = () => el("tr", [el("td", result.how, { colspan: "4" })], { class: "calc-how calc-recommended" });
+    result.entries.forEach((e, i) => {
       if (e.group !== group) {
+        if (group === "answer" && result.how) body.push(how());
         group = e.group;
         body.push(el("tr", [el("th", W[`group ${group}`], { colspan: "4", scope: "colgroup" })], { class: "calc-group" }));
       }
@@ -1731,16 +1772,14 @@
             el("th", e.criterion, { scope: "row" }),
             ...(e.cli
               ? [el("td", "see the CLI", { colspan: "2" })]
-              : [
-                  el("td", measured ? fixed(e.factor) : fmtG(e.scale, 4), { class: "calc-number" }),
-                  el("td", fixed(e.unit), { class: "calc-number" }),
-                ]),
+              : printed[i].map((text) => el("td", text, { class: "calc-number" }))),
             el("td", e.source),
           ],
           e.group === "answer" ? { class: "calc-recommended" } : {},
         ),
       );
-    }
+    });
+    if (group === "answer" && result.how) body.push(how());
     const head = el("tr", W.columns.map((h) => el("th", h, { scope: "col" })));
     const caption = el("caption", W.title);
     const tbl = el("table", [caption, el("thead", [head]), el("tbody", body)], { class: "calc-table" });
@@ -1795,6 +1834,11 @@
       form.querySelector(".calc-message").textContent = "The calculator's table did not load; use the CLI.";
       return;
     }
+    // what the measurements mean, in the command line's words (attnscale.calculator.FIELDS)
+    for (const [name, words] of Object.entries(table.words.fields)) {
+      const note = form.querySelector(`.calc-field-note[data-field="${name}"]`);
+      if (note) note.textContent = words;
+    }
     form.addEventListener("submit", (event) => event.preventDefault()); // Enter must not reload
     const announce = announcer(form);
     let typed = false; // a figure drawn after the page loads is not announced either
@@ -1811,6 +1855,7 @@
 
   window.AttnScaleCalculator = {
     recommend,
+    cells,
     fmtG,
     fmtE,
     fmtF,

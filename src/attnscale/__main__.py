@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .calculator import read_number, recommend_scale
+from .calculator import FIELDS, read_number, recommend_scale
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -40,11 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument("--cosine", action="store_true", help="scores are cosines of normalized q and k")
     scale.add_argument("--causal", action="store_true", help="one scale for every position of a decoder")
     scale.add_argument("--train-length", default=None, help="training length, for length rules")
-    # one or the other; recommend_scale says so in the words the page uses
-    scale.add_argument("--head-entropy", default=None, help="the head's mean attention entropy (nats) at L")
-    scale.add_argument(
-        "--head-scale", default=None, help="the head's scale alpha_L on the unit-variance score"
-    )
+    # one or the other; recommend_scale says so in the words the page uses, and these are its notes
+    # under the form's fields (attnscale.calculator.FIELDS)
+    scale.add_argument("--head-entropy", default=None, help=FIELDS["head_entropy"])
+    scale.add_argument("--head-scale", default=None, help=FIELDS["head_scale"])
     return parser
 
 

@@ -40,7 +40,20 @@ from .formatting import format_number
 from .gaussian import gaussian_alpha_star
 from .training import TUNED_D, TUNED_LENGTHS, TUNED_MARGIN
 
-__all__ = ["CALCULATOR_ROWS", "CONFIDENCE", "LENGTH_VERDICT", "Answer", "answers", "calculator_answer"]
+__all__ = [
+    "CALCULATOR_HOW",
+    "CALCULATOR_ROWS",
+    "CONFIDENCE",
+    "LENGTH_VERDICT",
+    "ROPE_FIRST",
+    "Answer",
+    "answers",
+    "calculator_answer",
+]
+
+#: What to do first with RoPE past the training length, in plain words: part of
+#: ``LENGTH_VERDICT`` and of the calculator's line under its marked row (``CALCULATOR_HOW``).
+ROPE_FIRST = "with RoPE, first extend the rotary frequencies (an NTK-aware base, or YaRN's)"
 
 #: What the book's retrieval and language-model experiments (chapters
 #: *Retrieval past the training length* and *A language model past its
@@ -48,9 +61,8 @@ __all__ = ["CALCULATOR_ROWS", "CONFIDENCE", "LENGTH_VERDICT", "Answer", "answers
 #: part of it against the sweeps' results.
 LENGTH_VERDICT = (
     "for a head that must find one key among $n$, multiply its trained logits past $L$ by a factor that "
-    "grows like $\\log n$, such as Qwen's $\\log n/\\log L$ applied at test; with RoPE, first extend the "
-    "rotary frequencies (an NTK-aware base, or YaRN's), since no scale undoes rotations the model never "
-    "saw.  In the book's retrieval models without positions the factor won back over half of the "
+    "grows like $\\log n$, such as Qwen's $\\log n/\\log L$ applied at test; " + ROPE_FIRST + ", since no "
+    "scale undoes rotations the model never saw.  In the book's retrieval models without positions the factor won back over half of the "
     "accuracy lost by $16L$; with RoPE the frequency extension did most of the repair and the factor "
     "added a little.  A model that uses little long context (the book's language model) gains little "
     "from any rule.  Measure your own heads' best factor on held-out data"
@@ -67,6 +79,18 @@ CALCULATOR_ROWS = {
     "contrastive": ("gradient",),
     "decoder": ("standard",),
     "length": ("qwen",),
+}
+
+
+#: How to use the calculator's marked row, by answer, in plain text: a
+#: ``str.format`` template whose ``{factor}`` is the row's factor on the head's
+#: trained logits (the calculator prints it under the row; an answer without an
+#: entry needs no words beyond its row).
+CALCULATOR_HOW = {
+    "length": (
+        ROPE_FIRST + ", then multiply the head's trained logits past L by this row's factor, "
+        "{factor:.4g} here, at test; without positions, the factor alone"
+    ),
 }
 
 

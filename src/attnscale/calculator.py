@@ -42,6 +42,7 @@ from .recipes import (
 
 __all__ = [
     "ERRORS",
+    "FIELDS",
     "MAX_ALPHA",
     "MAX_D",
     "MAX_KEYS",
@@ -71,15 +72,27 @@ class ScaleEntry:
     source : str
         Where the rule comes from.
     factor : float or None
-        With a measured head: the factor on the head's *trained* logits,
-        which already carry its scale :math:`\alpha_L` (``unit_scale`` is
-        ``factor`` times :math:`\alpha_L`); for a length rule, exactly the
+        With a measured head, for a rule defined relative to the head's
+        trained scale (a length rule): the factor on the head's *trained*
+        logits, which already carry its scale :math:`\alpha_L`
+        (``unit_scale`` is ``factor`` times :math:`\alpha_L`); exactly the
         rule's own factor (Qwen's :math:`\log_L n`).  ``None`` without a
-        measurement.
+        measurement, and for an ``absolute`` row.
     group : str
         What the row is: ``"answer"`` (what ``attnscale.answers`` recommends
-        for the setting), ``"published"`` (a published rule), ``"criterion"``
-        (a criterion of Part II or III) or ``"book"``; ``TABLE`` words each.
+        for the setting), ``"published"`` (a published rule), ``"initial"``
+        (a published initial value, learned in training afterwards),
+        ``"criterion"`` (a criterion of Part II or III) or ``"book"``;
+        ``TABLE`` words each.
+    key : str
+        The rule's key in ``RULES`` (e.g. ``"qwen"``), which does not change
+        with the setting as the name does.
+    absolute : bool
+        Whether the rule sets the scale itself (on the unit-variance score,
+        ``unit_scale``) instead of a factor on a trained head's scale: not a
+        length rule (the standard scale, the gradient criterion, QK-norm's
+        initial value).  Such a row has no ``factor``; the table prints
+        ``TABLE["absolute"]`` in its place.
     """
 
     criterion: str
@@ -88,6 +101,8 @@ class ScaleEntry:
     source: str
     factor: float | None = None
     group: str = ""
+    key: str = ""
+    absolute: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,7 +133,12 @@ class Recommendation:
         The key of the answer of ``attnscale.answers`` that applies here
         (``attnscale.advice.calculator_answer``); its rows have ``group == "answer"``.
     measured : bool
-        Whether ``alpha_train`` was measured (then each entry has a ``factor``).
+        Whether ``alpha_train`` was measured (then each entry that is not
+        ``absolute`` has a ``factor``).
+    how : str
+        How to use the marked row(s), in plain words, from the book's answer
+        (``attnscale.advice.CALCULATOR_HOW``; with RoPE past :math:`L`, extend
+        the rotary frequencies first); empty when the row says it all.
     """
 
     d: float
@@ -131,6 +151,7 @@ class Recommendation:
     notes: tuple[str, ...]
     answer: str = "dot"
     measured: bool = False
+    how: str = ""
 
     @property
     def recommended(self) -> tuple[ScaleEntry, ...]:
@@ -141,30 +162,48 @@ class Recommendation:
         """The recommendation as a plain-text table, in lines of at most 88 columns.
 
         With a measured head the first number is the factor on its trained
-        logits and the second the scale on the unit-variance score; without
-        one, the scale on the raw score and on the unit-variance score.  The
-        rows come in groups under a heading each: what the book recommends
-        here, the published rules, the book's criteria.
+        logits (``TABLE["absolute"]`` for a rule that sets the scale itself)
+        and the second the scale on the unit-variance score; without one,
+        the scale on the raw score and on the unit-variance score.  The rows
+        come in groups under a heading each: what the book recommends here
+        (with how to use it, ``how``), the published rules, published initial
+        values, the book's criteria.  ``cells`` gives every row's printed
+        numbers, which the page prints too.
         """
         words = _table_words(self)
         lines = textwrap.wrap(words["title"], 88, subsequent_indent="  ")
         for key in ("first", "second"):
             lines += textwrap.wrap(words[key], 88, initial_indent="  ", subsequent_indent="    ")
         width = max((len(e.criterion) for e in self.entries), default=len("criterion")) + 2
-        first = TABLE["column factor"] if self.measured else TABLE["column scale"]
-        lines.append(f"  {TABLE['column criterion']:<{width}}  {first:>9}  {TABLE['column std']:>7}  source")
+        first, second = words["columns"][1:3]
+        lines.append(f"  {words['columns'][0]:<{width}}  {first:>9}  {second:>7}  {words['columns'][3]}")
         group = None
-        for e in self.entries:
+        for e, (number, unit) in zip(self.entries, self.cells(), strict=True):
             if e.group != group:
+                if group == "answer" and self.how:
+                    lines += textwrap.wrap(self.how, 88, initial_indent="      ", subsequent_indent="      ")
                 group = e.group
                 lines.append("  " + words[f"group {group}"])
-            number = _fixed(e.factor) if self.measured else f"{e.scale:.4g}"
-            lines.append(
-                f"    {e.criterion:<{width - 2}}  {number:>9}  {_fixed(e.unit_scale):>7}  {e.source}"
-            )
+            lines.append(f"    {e.criterion:<{width - 2}}  {number:>9}  {unit:>7}  {e.source}")
         for note in self.notes:
             lines += textwrap.wrap(note, 88, initial_indent="  note: ", subsequent_indent="        ")
         return "\n".join(lines)
+
+    def cells(self) -> list[tuple[str, str]]:
+        """Each entry's two numbers as the table prints them (the page prints the same strings).
+
+        With a measured head, the factor (``_fixed``) or ``TABLE["absolute"]``,
+        then the unit scale; without one, the raw scale to four significant
+        digits, then the unit scale.
+        """
+        out = []
+        for e in self.entries:
+            if not self.measured:
+                first = f"{e.scale:.4g}"
+            else:
+                first = TABLE["absolute"] if e.factor is None else _fixed(e.factor)
+            out.append((first, _fixed(e.unit_scale)))
+        return out
 
     def __str__(self) -> str:
         return self.table()
@@ -179,20 +218,34 @@ def _fixed(x: float) -> str:
 #: columns and the headings of its groups of rows (``str.format`` templates).
 TABLE = {
     "title": "scale for softmax(scale * {raw}), d = {d:g}, n = {n:g}{causal}{length}",
+    "title measured": (
+        "factor for softmax(factor * trained logits) of a measured head, d = {d:g}, n = {n:g}{causal}{length}"
+    ),
     "causal": ", causal",
     "length": ", L = {L:g}",
     "first measured": (
-        "factor: multiplies this head's trained logits, which already carry its alpha_L = {alpha:.4g}"
+        "factor: multiplies this head's trained logits, which already carry its alpha_L = {alpha:.4g} "
+        "(a length rule's name gives this factor); absolute: a rule that sets the scale itself, "
+        "not a length rule, so no factor on a trained head (read its x std)"
     ),
-    "second measured": "x std: the scale on the unit-variance score {unit}, the factor times alpha_L",
+    "second measured": (
+        "x std: the scale on the unit-variance score {unit} (1 is the standard scale): the factor "
+        "times alpha_L, or the absolute rule's own scale"
+    ),
     "first": "scale: multiplies {raw}",
-    "second": "x std: the same scale on the unit-variance score {unit} (1 is the standard scale)",
+    "second": (
+        "x std: the same scale on the unit-variance score {unit} (1 is the standard scale; "
+        "a length rule's name gives its factor on alpha_L)"
+    ),
     "column criterion": "criterion",
     "column factor": "factor",
     "column scale": "scale",
     "column std": "x std",
+    "column source": "source",
+    "absolute": "absolute",
     "group answer": "what the book recommends here (its answer '{answer}', {level} confidence):",
     "group published": "published rules, each as its release applies it:",
+    "group initial": "published initial values, learned in training afterwards (not a scale to set):",
     "group criterion": "the book's criteria (Parts II and III), not its advice:",
     "group book": "the book's other rows:",
     "raw dot": "q.k",
@@ -202,28 +255,45 @@ TABLE = {
 }
 
 #: The order of the groups of rows.
-GROUPS = ("answer", "published", "criterion", "book")
+GROUPS = ("answer", "published", "initial", "criterion", "book")
 
 
 def _table_words(rec) -> dict:
-    """The table's title, its two explaining lines and its group headings, filled in for ``rec``."""
+    """The table's title, its two explaining lines, its columns and group headings, filled in for ``rec``."""
     raw, unit = TABLE[f"raw {rec.scores}"], TABLE[f"unit {rec.scores}"]
     length = TABLE["length"].format(L=rec.train_length) if rec.train_length is not None else ""
-    title = TABLE["title"].format(
+    suffix = " measured" if rec.measured else ""
+    title = TABLE["title" + suffix].format(
         raw=raw, d=rec.d, n=rec.n, causal=TABLE["causal"] if rec.causal else "", length=length
     )
-    suffix = " measured" if rec.measured else ""
     values = {"raw": raw, "unit": unit, "alpha": rec.alpha_train}
     out = {
         "title": title,
         "first": TABLE["first" + suffix].format(**values),
         "second": TABLE["second" + suffix].format(**values),
+        "columns": [
+            TABLE["column criterion"],
+            TABLE["column factor"] if rec.measured else TABLE["column scale"],
+            TABLE["column std"],
+            TABLE["column source"],
+        ],
     }
     level = advice.CONFIDENCE[rec.answer]
     for group in GROUPS:
         out[f"group {group}"] = TABLE[f"group {group}"].format(answer=rec.answer, level=level)
     return out
 
+
+#: What the measurements mean: the command line's help and the page's notes under its fields.
+FIELDS = {
+    "head_entropy": (
+        "the head's mean attention entropy in nats over L keys, measured at the training length L: "
+        "for a causal (decoder) head, the mean over the queries at the last positions of a "
+        "training-length sequence, which see about L keys, not the mean over all positions "
+        "(earlier positions see fewer keys)"
+    ),
+    "head_scale": "the head's scale alpha_L on the unit-variance score q.k/sqrt(d) at the training length L",
+}
 
 #: The calculator's input errors (``str.format`` templates); the page prints the same words.
 ERRORS = {
@@ -402,9 +472,18 @@ NOTES = {
         "head measured: entropy {entropy:.4g} nats at L = {L:g}, "
         "i.e. alpha_L = {alpha:.4g} for {law} scores (exact expectation)"
     ),
+    "head entropy causal": (
+        "head measured (causal): the entropy of rows over L keys, the queries at position L; "
+        "a mean over all positions is lower and gives too large an alpha_L"
+    ),
     "no head": (
         "no measured head: assumes alpha_L = 1 (unit-variance scores at the standard "
         "scale); give the head's measured entropy H_L or scale alpha_L at L to start from it"
+    ),
+    "causal length": (
+        "causal: a decoder's query at position t sees t keys, and Qwen's release multiplies it by "
+        "log_L t past L (logn_list), Llama 4's by f(t); so the length rules' factors here are those of "
+        "the query at position n, the last, and earlier positions take their own"
     ),
     "past L": (
         "for a head that must find one key among n, the book's retrieval models needed a factor growing "
@@ -452,6 +531,7 @@ class _Rule:
     compute: Callable[[_Setting], _Outcome]
     applies: Callable[[_Setting], bool] = lambda s: True
     kind: str = "published"  # its group when it is not the book's answer here (GROUPS)
+    absolute: bool = False  # it sets the scale itself, not a factor on the head's alpha_L (ScaleEntry)
 
     def name(self, setting: _Setting) -> str:
         return _fill(self.criterion, setting)
@@ -564,7 +644,7 @@ def _exact_match(s):
 #: (and, for the page, its arithmetic under the same key in ``calculator-rules.js``).
 RULES: tuple[_Rule, ...] = (
     _Rule("trained", "keep the trained scale alpha_L", "ch. language-model", _trained, _past_l, "book"),
-    _Rule("standard", "standard 1/sqrt(d)", "Vaswani et al. 2017", _standard),
+    _Rule("standard", "standard 1/sqrt(d)", "Vaswani et al. 2017", _standard, absolute=True),
     _Rule(
         "gradient",
         {
@@ -581,6 +661,7 @@ RULES: tuple[_Rule, ...] = (
         },
         _gradient,
         kind="criterion",
+        absolute=True,
     ),
     _Rule(
         "base 512",
@@ -588,22 +669,23 @@ RULES: tuple[_Rule, ...] = (
         "Su 2021 (8823), base 512",
         _entropy_invariant_512,
         lambda s: s.train_length is None,
+        absolute=True,
     ),
     _Rule(
         "entropy-invariant",
-        "entropy-invariant a_L*log_{L:g}(n)",
+        "entropy-invariant log_{L:g}(n)",
         "Su 2021 (8823)",
         _entropy_invariant,
         _with_length,
     ),
-    _Rule("qwen", "Qwen logn (queries, n > L only)", "Bai et al. 2023", _qwen, _with_length),
+    _Rule("qwen", "Qwen log_L(n) (queries, n > L only)", "Bai et al. 2023", _qwen, _with_length),
     _Rule("yarn", "YaRN mscale(n/L)^2, with its RoPE", "Peng et al. 2023", _yarn, _with_length),
     _Rule("longrope", "LongRoPE 1+ln(n/L)/ln L, with its RoPE", "Ding et al. 2024", _longrope, _with_length),
     _Rule("infoscale", "InfoScale", "Li et al. 2025", _infoscale, _with_length),
     _Rule("llama4", "Llama 4 (NoPE layers), f(n)", "Meta 2025", _llama4, _with_length),
     _Rule(
         "sqrt",
-        "sqrt rule sqrt(a_L^2 + 2 ln(n/L))",
+        "sqrt rule sqrt(1 + 2 ln(n/L)/a_L^2)",
         "ch. entropy-invariance",
         _sqrt_rule,
         _with_length,
@@ -611,10 +693,12 @@ RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "qknorm",
-        "QK-norm initial g = log2(L^2 - L)",
+        "QK-norm initial g = log2(L^2 - L) on cos",
         "Henry et al. 2020",
         _qknorm,
         lambda s: s.train_length is not None and s.scores == "cosine",
+        "initial",
+        absolute=True,
     ),
     _Rule("exact", _EXACT_NAME, "ch. recipes", _exact_match, _with_length, "criterion"),
 )
@@ -627,12 +711,17 @@ def page_words() -> dict:
     -------
     dict
         ``rules``: the rows in order, each ``{"key", "name", "source"}`` (a
-        template, or templates by variant) and its group; ``notes``: ``NOTES``;
-        ``table``, ``groups``, ``errors``, ``syntax``: ``TABLE``, ``GROUPS``,
-        ``ERRORS``, ``NUMBER_SYNTAX``; ``answers``: which rows state which of
-        the book's answers and how sure it is (``attnscale.advice``).
+        template, or templates by variant), its group (``kind``) and whether
+        it is ``absolute``; ``notes``: ``NOTES``; ``table``, ``groups``,
+        ``errors``, ``syntax``, ``fields``: ``TABLE``, ``GROUPS``, ``ERRORS``,
+        ``NUMBER_SYNTAX``, ``FIELDS``; ``answers``: which rows state which of
+        the book's answers, how sure it is and how to use them
+        (``attnscale.advice``).
     """
-    rules = [{"key": r.key, "name": r.criterion, "source": r.source, "kind": r.kind} for r in RULES]
+    rules = [
+        {"key": r.key, "name": r.criterion, "source": r.source, "kind": r.kind, "absolute": r.absolute}
+        for r in RULES
+    ]
     return {
         "rules": rules,
         "notes": dict(NOTES),
@@ -640,7 +729,12 @@ def page_words() -> dict:
         "groups": list(GROUPS),
         "errors": dict(ERRORS),
         "syntax": NUMBER_SYNTAX,
-        "answers": {"rows": advice.CALCULATOR_ROWS, "confidence": advice.CONFIDENCE},
+        "fields": dict(FIELDS),
+        "answers": {
+            "rows": advice.CALCULATOR_ROWS,
+            "confidence": advice.CONFIDENCE,
+            "how": advice.CALCULATOR_HOW,
+        },
     }
 
 
@@ -661,9 +755,9 @@ def _run(rule: _Rule, setting: _Setting):
     if not (np.isfinite(unit) and unit > 0 and np.isfinite(raw) and raw > 0):  # never a degenerate scale
         return None, (*outcome.notes, f"{name}: gives no usable scale here ({unit!r}); left out")
     factor = None
-    if setting.measured:  # a length rule's own factor, exactly; any other row's scale over alpha_L
+    if setting.measured and not rule.absolute:  # a length rule's own factor, exactly, or its scale over alpha_L
         factor = outcome.factor if outcome.factor is not None else unit / setting.alpha_l
-    return ScaleEntry(name, raw, unit, source, factor), outcome.notes
+    return ScaleEntry(name, raw, unit, source, factor, key=rule.key, absolute=rule.absolute), outcome.notes
 
 
 def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_entropy=None, head_scale=None):
@@ -743,10 +837,15 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
 
     >>> rec = recommend_scale(128, 32768, train_length=4096, head_entropy=5.5)
     >>> rec.answer, [e.criterion for e in rec.recommended]
-    ('length', ['Qwen logn (queries, n > L only)'])
-    >>> qwen = next(e for e in rec.entries if e.criterion.startswith("Qwen"))
+    ('length', ['Qwen log_L(n) (queries, n > L only)'])
+    >>> qwen = next(e for e in rec.entries if e.key == "qwen")
     >>> round(qwen.factor, 4)
     1.25
+
+    The standard scale sets the scale itself: it has no factor on a trained head.
+
+    >>> next(e for e in rec.entries if e.key == "standard").factor is None
+    True
     """
     d = _number(d, "d", 2.0, MAX_D, " (the head dimension)")
     n = _number(n, "n", 2.0, MAX_KEYS, " (at least two keys)")
@@ -773,6 +872,8 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     elif head_entropy is not None:
         alpha_l = _head_from_entropy(head_entropy, train_length, law, d)
         notes.append(_say("head entropy", entropy=head_entropy, L=train_length, alpha=alpha_l, law=law))
+        if causal:
+            notes.append(_say("head entropy causal"))
     else:
         alpha_l = 1.0
         if train_length is not None:
@@ -780,6 +881,8 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
 
     if train_length is not None and n > train_length:
         notes.append(_say("past L"))
+        if causal:
+            notes.append(_say("causal length"))
     measured = head_scale is not None or head_entropy is not None
     setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l, measured)
     answer = advice.calculator_answer(scores, bool(causal), n, train_length)
@@ -793,9 +896,20 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
             entries.append(dataclasses.replace(entry, group=group))
         notes.extend(note for note in rule_notes if note not in notes)
     entries.sort(key=lambda e: GROUPS.index(e.group))  # stable: the order of RULES within a group
+    how = _how(answer, entries, alpha_l)
     return Recommendation(
-        d, n, scores, bool(causal), train_length, alpha_l, tuple(entries), tuple(notes), answer, measured
+        d, n, scores, bool(causal), train_length, alpha_l, tuple(entries), tuple(notes), answer, measured, how
     )
+
+
+def _how(answer, entries, alpha_l) -> str:
+    """How to use the marked row, from the book's answer, with the row's factor filled in (or "")."""
+    template = advice.CALCULATOR_HOW.get(answer)
+    marked = [e for e in entries if e.group == "answer" and not e.absolute]
+    if template is None or not marked:
+        return ""
+    factor = marked[0].factor if marked[0].factor is not None else marked[0].unit_scale / alpha_l
+    return template.format(factor=factor)
 
 
 def _head_from_entropy(head_entropy, train_length, law, d):
