@@ -42,8 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._validate import count as _count
 from .corpus import batch_windows, window_starts
-from .montecarlo import _count
 
 try:  # JAX is a dependency of this module only (requirements.txt pins it)
     import jax
