@@ -595,6 +595,20 @@ def _fit(config, seed, total, batch_of, loss, progress, init) -> TrainedModel:
 # -- evaluation ---------------------------------------------------------------------
 
 
+def _checked_factor(config, length, factor):
+    """The checked ``factor`` of :func:`evaluate` and :func:`evaluate_task`: float32, 1 by default."""
+    if factor is None:
+        factor = np.ones((config.n_layers, config.n_heads, length), dtype=np.float32)
+    factor = np.asarray(factor, dtype=np.float32)
+    if factor.shape != (config.n_layers, config.n_heads, length):
+        raise ValueError(
+            f"factor must have shape {(config.n_layers, config.n_heads, length)}, got {factor.shape}"
+        )
+    if not np.all(np.isfinite(factor) & (factor > 0)):
+        raise ValueError("factor must be finite and > 0")
+    return factor
+
+
 def evaluate_task(
     model: TrainedModel, batch, factor=None, chunk: int = 8, config: LMConfig | None = None, rows=None
 ) -> dict:
@@ -624,15 +638,7 @@ def evaluate_task(
     """
     config = model.config if config is None else config
     length = batch.inputs.shape[1]
-    if factor is None:
-        factor = np.ones((config.n_layers, config.n_heads, length), dtype=np.float32)
-    factor = np.asarray(factor, dtype=np.float32)
-    if factor.shape != (config.n_layers, config.n_heads, length):
-        raise ValueError(
-            f"factor must have shape {(config.n_layers, config.n_heads, length)}, got {factor.shape}"
-        )
-    if not np.all(np.isfinite(factor) & (factor > 0)):
-        raise ValueError("factor must be finite and > 0")
+    factor = _checked_factor(config, length, factor)
     scored = batch.weights > 0
     per_example = scored.sum(axis=1)
     if per_example.min() != per_example.max() or per_example.min() == 0:
@@ -705,15 +711,7 @@ def evaluate(model: TrainedModel, windows, factor=None, batch: int = 8, config: 
     if windows.ndim != 2 or windows.shape[1] < 2 or windows.dtype.kind not in "iu":
         raise ValueError(f"windows must be integers of shape (N, T + 1), got {windows.shape}")
     length = windows.shape[1] - 1
-    if factor is None:
-        factor = np.ones((config.n_layers, config.n_heads, length), dtype=np.float32)
-    factor = np.asarray(factor, dtype=np.float32)
-    if factor.shape != (config.n_layers, config.n_heads, length):
-        raise ValueError(
-            f"factor must have shape {(config.n_layers, config.n_heads, length)}, got {factor.shape}"
-        )
-    if not np.all(np.isfinite(factor) & (factor > 0)):
-        raise ValueError("factor must be finite and > 0")
+    factor = _checked_factor(config, length, factor)
     batch = _count(batch, "batch")
     run = _evaluator(config)
     params = jax.tree.map(jnp.asarray, model.params)
