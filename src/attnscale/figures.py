@@ -1,8 +1,8 @@
 """Figures whose drawing is plumbing: a chapter computes the numbers, one call here draws them.
 
 Each function takes the numbers a chapter computed (nothing is computed
-here) and returns a :class:`matplotlib.figure.Figure`, drawn in the book's
-style (:func:`attnscale.use_book_style`); the chapter glues it and closes
+here) and returns a matplotlib ``Figure``, drawn in the book's
+style (``attnscale.use_book_style``); the chapter glues it and closes
 it.  So a visible cell reads as the mathematics and one line that draws it.
 Matplotlib is imported lazily: the numerical package does not depend on it.
 """
@@ -47,7 +47,7 @@ def no_scale_figure(dims, largest, median, exact_mean):
 
     See Also
     --------
-    median_interval : the band of the median row.
+    attnscale.median_interval : the band of the median row.
     """
     import matplotlib.pyplot as plt
 
