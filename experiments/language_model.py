@@ -38,24 +38,21 @@ workers train faster on two cores than one process with two threads).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
-from importlib import metadata
 from pathlib import Path
 
 # One XLA thread per worker; set before JAX is imported anywhere.
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
-import multiprocessing as mp
-
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments"))
+from _sweep import count_step, default_workers, provenance, rounded, run_pool, write_results  # noqa: E402
+
 DEFAULT_OUT = ROOT / "book" / "data" / "language-model.json"
 
 TRAIN_LENGTH = 64
@@ -109,15 +106,10 @@ def pretrain_steps(quick):
 _STATE: dict = {}
 
 
-def _init_worker(counter, quick):
+def _init_worker(quick):
     from attnscale.corpus import sympy_corpus
 
-    _STATE.update(counter=counter, quick=quick, corpus=sympy_corpus())
-
-
-def _progress(step, loss):
-    with _STATE["counter"].get_lock():
-        _STATE["counter"].value += 1
+    _STATE.update(quick=quick, corpus=sympy_corpus())
 
 
 def _windows(split, length, count, seed):
@@ -132,30 +124,22 @@ def _test_windows(length):
     return _windows("test", length, count, seed=10_000 + length)
 
 
-def _round(values, digits=7):
-    """JSON-ready floats with ``digits`` significant digits (float32 carries about 7)."""
-    array = np.asarray(values, dtype=float)
-    if array.ndim == 0:
-        return float(f"{float(array):.{digits}g}")
-    return [_round(v, digits) for v in array]
-
-
 def _summary(evaluation, length, keep_positions=False):
     """What the chapter needs of one evaluation at one length."""
     loss = evaluation["loss"]
     out = {
-        "loss": _round(loss.mean()),
-        "bands": _round([loss[a:b].mean() for a, b in BANDS if b <= length]),
-        "entropy_bands": _round(
+        "loss": rounded(loss.mean()),
+        "bands": rounded([loss[a:b].mean() for a, b in BANDS if b <= length]),
+        "entropy_bands": rounded(
             [evaluation["entropy"][..., a:b].mean(axis=-1) for a, b in BANDS if b <= length]
         ),  # (bands, layers, heads)
-        "entropy_last": _round(evaluation["entropy"][..., -1]),  # the query that sees every key
+        "entropy_last": rounded(evaluation["entropy"][..., -1]),  # the query that sees every key
         # each test window's mean loss, in the order of the windows (the same windows for every
         # arm and seed), so that intervals can count the text's sampling as well as the seeds'
-        "loss_by_window": _round(evaluation["loss_by_window"]),
+        "loss_by_window": rounded(evaluation["loss_by_window"]),
     }
     if keep_positions:
-        out["loss_by_position"] = _round(loss, 6)
+        out["loss_by_position"] = rounded(loss, 6)
     return out
 
 
@@ -172,8 +156,8 @@ def _rule_factors(model, calibration):
         RULE_GRID,
     )
     return rules, {
-        "grid": _round(calculator["grid"]),
-        "factors": _round(calculator["factors"]),
+        "grid": rounded(calculator["grid"]),
+        "factors": rounded(calculator["factors"]),
         "notes": calculator["notes"],
     }
 
@@ -185,9 +169,9 @@ def _spike_rows(calibration, model):
     order = np.sort(logits, axis=-1)
     bulk = order[..., :-1]
     return {
-        "top": _round(np.moveaxis(top, 0, -1), 6),
-        "bulk_mean": _round(np.moveaxis(bulk.mean(axis=-1), 0, -1), 6),
-        "bulk_sd": _round(np.moveaxis(bulk.std(axis=-1), 0, -1), 6),
+        "top": rounded(np.moveaxis(top, 0, -1), 6),
+        "bulk_mean": rounded(np.moveaxis(bulk.mean(axis=-1), 0, -1), 6),
+        "bulk_sd": rounded(np.moveaxis(bulk.std(axis=-1), 0, -1), 6),
     }
 
 
@@ -197,7 +181,7 @@ def run_length(job):
     quick = _STATE["quick"]
     config = replace(base_config(quick), positions=job["positions"], scale_rule=job["rule"])
     begin = time.perf_counter()
-    model = lm.train(config, _STATE["corpus"].train, job["seed"], progress=_progress)
+    model = lm.train(config, _STATE["corpus"].train, job["seed"], progress=count_step)
     calibration_windows = _windows(
         "validation", TRAIN_LENGTH, CALIBRATION_WINDOWS if not quick else 8, seed=20_000
     )
@@ -208,16 +192,16 @@ def run_length(job):
         **job,
         "log": model.log(),
         "at_L": {
-            "entropy": _round(calibration["entropy"][..., -1]),
-            "score_std": _round(calibration["score_std"][..., -1]),
-            "score_std_init": _round(at_init["score_std"][..., -1]),
-            "entropy_init": _round(at_init["entropy"][..., -1]),
-            "max_weight": _round(calibration["max_weight"][..., -1]),
+            "entropy": rounded(calibration["entropy"][..., -1]),
+            "score_std": rounded(calibration["score_std"][..., -1]),
+            "score_std_init": rounded(at_init["score_std"][..., -1]),
+            "entropy_init": rounded(at_init["entropy"][..., -1]),
+            "max_weight": rounded(calibration["max_weight"][..., -1]),
         },
         "eval": {"trained": {}},
     }
     if config.scale_rule == "ssmax":
-        record["ssmax_s"] = _round([layer["ssmax_s"] for layer in model.params["layers"]])
+        record["ssmax_s"] = rounded([layer["ssmax_s"] for layer in model.params["layers"]])
     rules = {}
     if config.scale_rule == "standard":
         rules, record["calculator"] = _rule_factors(model, calibration)
@@ -253,7 +237,7 @@ def run_normalizer(job):
         steps=pretrain_steps(quick),
     )
     begin = time.perf_counter()
-    model = lm.train(config, text, job["seed"], progress=_progress)
+    model = lm.train(config, text, job["seed"], progress=count_step)
     arms = {"fixed": config, "sample": replace(config, relu2_length=None)} if relu2 else {"softmax": config}
     record = {**job, "log": model.log(), "zero_shot": {}, "finetuned": {}, "finetune_logs": {}}
     for arm, arm_config in arms.items():
@@ -269,7 +253,7 @@ def run_normalizer(job):
             learning_rate=FINETUNE_RATE,
             warmup=10 if not quick else 1,
         )
-        tuned = lm.train(tune, text, job["seed"] + 1000, progress=_progress, init=model.params)
+        tuned = lm.train(tune, text, job["seed"] + 1000, progress=count_step, init=model.params)
         record["finetune_logs"][arm] = tuned.log()
         record["finetuned"][arm] = _summary(
             lm.evaluate(tuned, _test_windows(FINETUNE_LENGTH)), FINETUNE_LENGTH
@@ -282,47 +266,7 @@ def run_job(job):
     return (run_length if job["experiment"] == "length" else run_normalizer)(job)
 
 
-# -- provenance and the main loop ---------------------------------------------------
-
-
-def provenance(argv, workers):
-    def git(*args):
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    import jax
-
-    from attnscale.corpus import SYMPY_CORPUS
-
-    packages = {name: metadata.version(name) for name in ("jax", "jaxlib", "numpy", "scipy", "sympy")}
-    return {
-        "command": " ".join(["python", *argv]),
-        "git_commit": git("rev-parse", "HEAD"),
-        "git_dirty": bool(git("status", "--porcelain", "--", "src", "experiments")),
-        "python": platform.python_version(),
-        "packages": packages,
-        "attnscale": metadata.version("attnscale"),
-        "corpus": {"source": f"sympy {SYMPY_CORPUS['sympy']} .py files", "sha256": SYMPY_CORPUS["sha256"]},
-        "device": [str(d) for d in jax.devices()],
-        "cpu_count": os.cpu_count(),
-        "machine": platform.machine(),
-        "xla_flags": os.environ.get("XLA_FLAGS"),
-        "workers": workers,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-
-
-def _bar(done, total, begin):
-    elapsed = time.monotonic() - begin
-    rate = done / elapsed if elapsed > 0 else 0.0
-    eta = (total - done) / rate if rate > 0 else float("nan")
-    filled = int(30 * done / total)
-    bar = "#" * filled + "." * (30 - filled)
-    return f"\r[{bar}] {done}/{total} steps, {elapsed / 60:5.1f} min, eta {eta / 60:5.1f} min"
+# -- the main loop ---------------------------------------------------
 
 
 def main(argv=None):
@@ -339,28 +283,11 @@ def main(argv=None):
     )
     args = parser.parse_args(argv[1:])
 
-    import jax
-
-    on_cpu = jax.default_backend() == "cpu"
-    workers = args.workers or (min(2, os.cpu_count() or 1) if on_cpu else 1)
+    workers = default_workers(args.workers)
     jobs = jobs_for(args.seeds, args.only, args.quick)
     total = sum(job_steps(job, args.quick) for job in jobs)
     info = provenance(argv, workers)
-    counter = mp.get_context("spawn").Value("l", 0)
-    begin = time.monotonic()
-    records = []
-    with mp.get_context("spawn").Pool(
-        workers, initializer=_init_worker, initargs=(counter, args.quick)
-    ) as pool:
-        pending = pool.imap_unordered(run_job, jobs)
-        while len(records) < len(jobs):
-            try:
-                records.append(pending.next(timeout=2.0))
-            except mp.TimeoutError:
-                pass
-            print(_bar(min(counter.value, total), total, begin), end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
-    info["wall_seconds"] = round(time.monotonic() - begin, 1)
+    records, info["wall_seconds"] = run_pool(run_job, jobs, workers, total, _init_worker, (args.quick,))
     records.sort(
         key=lambda r: (r["experiment"], r.get("positions", ""), r.get("rule", r.get("normalizer")), r["seed"])
     )
@@ -387,10 +314,7 @@ def main(argv=None):
         "quick": args.quick,
     }
     out = {"provenance": info, "settings": settings, "runs": records}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_suffix(".partial")
-    partial.write_text(json.dumps(out, separators=(",", ":")))
-    partial.rename(args.out)
+    write_results(args.out, out)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB) in {info['wall_seconds'] / 60:.1f} min")
 
 

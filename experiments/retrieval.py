@@ -53,13 +53,11 @@ from pathlib import Path
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
-import multiprocessing as mp
-
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
-from language_model import _bar, _round, provenance  # noqa: E402  (shared plumbing of the sweeps)
+from _sweep import count_step, default_workers, provenance, rounded, run_pool, write_results  # noqa: E402
 
 DEFAULT_OUT = ROOT / "book" / "data" / "retrieval.json"
 
@@ -159,8 +157,8 @@ def job_name(job):
 _STATE: dict = {}
 
 
-def _init_worker(counter, quick):
-    _STATE.update(counter=counter, quick=quick)
+def _init_worker(quick):
+    _STATE.update(quick=quick)
 
 
 def _corpus():
@@ -169,11 +167,6 @@ def _corpus():
 
         _STATE["corpus"] = sympy_corpus()
     return _STATE["corpus"]
-
-
-def _progress(step, loss):
-    with _STATE["counter"].get_lock():
-        _STATE["counter"].value += 1
 
 
 def make_batch(task, length, count, seed, split="train", **options):
@@ -208,12 +201,12 @@ def windows_at(length, tokens, quick):
 def _stats(evaluation):
     """What the chapter needs of one evaluation: per-window accuracy and loss, head statistics."""
     return {
-        "acc_by_window": _round(evaluation["correct"].mean(axis=1), 5),
-        "loss_by_window": _round(evaluation["loss"].mean(axis=1), 5),
-        "exact_by_window": _round(evaluation["correct"].all(axis=1), 1),
+        "acc_by_window": rounded(evaluation["correct"].mean(axis=1), 5),
+        "loss_by_window": rounded(evaluation["loss"].mean(axis=1), 5),
+        "exact_by_window": rounded(evaluation["correct"].all(axis=1), 1),
         "answer_weight": _answer_weight(evaluation["answer_weight"]),
-        "entropy": _round(evaluation["entropy"].mean(axis=(0, 3)), 5),
-        "max_weight": _round(evaluation["max_weight"].mean(axis=(0, 3)), 5),
+        "entropy": rounded(evaluation["entropy"].mean(axis=(0, 3)), 5),
+        "max_weight": rounded(evaluation["max_weight"].mean(axis=(0, 3)), 5),
     }
 
 
@@ -221,7 +214,7 @@ def _answer_weight(values):
     """Mean weight on the answer per head; None where no query has one (the control)."""
     if np.all(np.isnan(values)):
         return None
-    return _round(np.nanmean(values, axis=(0, 3)), 5)
+    return rounded(np.nanmean(values, axis=(0, 3)), 5)
 
 
 def _rope_variants(model, length):
@@ -265,8 +258,8 @@ def _oracle(model, task, length, head, variants):
                 accs.append(e["correct"].mean())
             out[f"{scope}:{variant}"] = {
                 "factors": list(factors),
-                "loss": _round(losses),
-                "acc": _round(accs),
+                "loss": rounded(losses),
+                "acc": rounded(accs),
             }
     return out
 
@@ -308,10 +301,10 @@ def run_recall(job, model, record):
         rules, calculator = rule_factors(
             config.head_dim, entropy_l, spread_l, TRAIN_LENGTH, max(LENGTHS), 4 if quick else 24
         )
-        record["at_L"] = {"entropy": _round(entropy_l), "score_std": _round(spread_l)}
+        record["at_L"] = {"entropy": rounded(entropy_l), "score_std": rounded(spread_l)}
         record["calculator"] = {
-            "grid": _round(calculator["grid"]),
-            "factors": _round(calculator["factors"]),
+            "grid": rounded(calculator["grid"]),
+            "factors": rounded(calculator["factors"]),
             "notes": calculator["notes"],
         }
         rows_batch = make_batch("recall", TRAIN_LENGTH, ROW_WINDOWS if not quick else 2, TEST_SEED + 1)
@@ -319,7 +312,7 @@ def run_recall(job, model, record):
         kept = lm.evaluate_task(model, rows_batch, rows=scored)
         record["rows_at_L"] = {
             "queries": scored.tolist(),
-            "logits": _round(kept["rows"], 5),  # (windows, layers, heads, queries, L)
+            "logits": rounded(kept["rows"], 5),  # (windows, layers, heads, queries, L)
             "answer": rows_batch.answer_keys[:, scored, :].tolist(),  # (windows, queries, 2)
         }
     evaluations = {}
@@ -368,8 +361,8 @@ def run_text(job, model, record):
                 e = lm.evaluate_task(model, batch, config=vconfig)
                 # masked positions differ per window: accuracy per window from its own positions
                 evaluations.setdefault(f"trained:{variant}", {})[str(length)] = {
-                    "acc_by_window": _round(e["correct"].mean(axis=1), 5),
-                    "loss_by_window": _round(e["loss"].mean(axis=1), 5),
+                    "acc_by_window": rounded(e["correct"].mean(axis=1), 5),
+                    "loss_by_window": rounded(e["loss"].mean(axis=1), 5),
                 }
                 continue
             by_depth = {}
@@ -416,11 +409,11 @@ def run_job(job):
     config = config_for(job, quick)
     begin = time.perf_counter()
     model = lm.train_task(
-        config, training_batches(config, job["task"], job["seed"]), job["seed"], progress=_progress
+        config, training_batches(config, job["task"], job["seed"]), job["seed"], progress=count_step
     )
     record = {**job, "log": model.log()}
     if config.scale_rule == "ssmax":
-        record["ssmax_s"] = _round([layer["ssmax_s"] for layer in model.params["layers"]])
+        record["ssmax_s"] = rounded([layer["ssmax_s"] for layer in model.params["layers"]])
     if job["task"] == "recall":
         run_recall(job, model, record)
     elif job["task"] == "bidirectional_recall":
@@ -460,10 +453,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="tiny models and runs: a smoke test")
     args = parser.parse_args(argv[1:])
 
-    import jax
-
-    on_cpu = jax.default_backend() == "cpu"
-    workers = args.workers or (min(2, os.cpu_count() or 1) if on_cpu else 1)
+    workers = default_workers(args.workers)
     info = provenance(argv, workers)
     cache = ROOT / "experiments" / ".cache" / args.out.stem
     cache.mkdir(parents=True, exist_ok=True)
@@ -476,32 +466,15 @@ def main(argv=None):
     jobs = [job for job in jobs_for(args.seeds, args.only, args.rules) if job_name(job) not in done]
     total = sum(job_steps(job, args.quick) for job in jobs)
     print(f"{len(done)} runs kept from {cache}, {len(jobs)} to go ({total} steps)", file=sys.stderr)
-    counter = mp.get_context("spawn").Value("l", 0)
-    begin = time.monotonic()
-    if jobs:
-        with mp.get_context("spawn").Pool(
-            workers, initializer=_init_worker, initargs=(counter, args.quick)
-        ) as pool:
-            pending = pool.imap_unordered(run_job, jobs)
-            finished = 0
-            while finished < len(jobs):
-                try:
-                    record = pending.next(timeout=2.0)
-                except mp.TimeoutError:
-                    record = None
-                if record is not None:
-                    finished += 1
-                    record |= {"git_commit": info["git_commit"], "quick": args.quick}
-                    (cache / f"{job_name(record)}.json").write_text(json.dumps(record, separators=(",", ":")))
-                    done[job_name(record)] = record
-                print(
-                    _bar(min(counter.value, max(total, 1)), max(total, 1), begin),
-                    end="",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        print(file=sys.stderr)
-    info["wall_seconds_this_call"] = round(time.monotonic() - begin, 1)
+
+    def keep(record):  # in the cache as soon as it finishes
+        record |= {"git_commit": info["git_commit"], "quick": args.quick}
+        (cache / f"{job_name(record)}.json").write_text(json.dumps(record, separators=(",", ":")))
+        done[job_name(record)] = record
+
+    _, info["wall_seconds_this_call"] = run_pool(
+        run_job, jobs, workers, total, _init_worker, (args.quick,), on_record=keep
+    )
     info["run_seconds_total"] = round(sum(r["seconds"] for r in done.values()), 1)
     records = sorted(done.values(), key=lambda r: (r["task"], r["positions"], r["rule"], r["seed"]))
     settings = {
@@ -525,10 +498,7 @@ def main(argv=None):
         "quick": args.quick,
     }
     out = {"provenance": info, "settings": settings, "runs": records}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = args.out.with_suffix(".partial")
-    partial.write_text(json.dumps(out, separators=(",", ":")))
-    partial.rename(args.out)
+    write_results(args.out, out)
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.1f} MB), {len(records)} runs", file=sys.stderr)
 
 

@@ -209,3 +209,20 @@ def test_tables_read_in_plain_jupyter():
     assert plain(listed) == "*Loss.*\n\n| arm | loss |\n| --- | --- |\n| O | 1.2<br>\u22120.1 ± 0.2 |\n\n"
     piped = captioned_table("| n | x |\n|---|---:|\n| 2 | 1 |", caption="X.", name="tab-y")
     assert plain(piped) == "*X.*\n\n| n | x |\n|---|---:|\n| 2 | 1 |\n\n"
+
+
+def test_pipe_table_rows_and_refusals():
+    from attnscale.formatting import captioned_table, pipe_table
+
+    table = pipe_table(["n", "x \\| y"], [[2, "-1.5"], ["4", 0.25]])
+    assert table == "| n | x \\| y |\n| --- | --- |\n| 2 | -1.5 |\n| 4 | 0.25 |"
+    # what captioned_table expects: a header row, then the alignment row
+    assert captioned_table(pipe_table(["n"], [[1]]), caption="X.", name="tab-x").endswith("| 1 |\n```\n")
+    for header, rows, match in (
+        (["", "x"], [], "header"),
+        (["a", "b"], [["a"]], "every row"),
+        (["a"], [["x\ny"]], "one line"),
+        (["a"], [["x | y"]], "bare"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            pipe_table(header, rows)

@@ -141,3 +141,54 @@ def test_crossed_interval_against_a_naive_route():
 def test_crossed_interval_bad_input(values, level, error):
     with pytest.raises(error):
         at.crossed_interval(values, level)
+
+
+# -- the median's interval from order statistics ---------------------------------------
+
+
+@pytest.mark.parametrize("size", [6, 7, 20, 201, 2001])
+@pytest.mark.parametrize("level", [0.9, 0.95])
+def test_median_interval_covers_with_the_binomial_probability(size, level):
+    """Its ends are the order statistics of equal binomial tails, counted exactly with integers.
+
+    Each end leaves at most (1 - level)/2 of the binomial probability outside
+    it, so the coverage is at least ``level``; moving either end one rank
+    inward leaves more (rules out an interval that is needlessly wide).
+    """
+    x = np.arange(float(size))  # x_(j) = j - 1: the ends give the order statistics' ranks
+    median, low, high = at.median_interval(x[::-1], level=level)
+    j, k = int(low) + 1, int(high) + 1
+    assert median == np.median(x)
+
+    counts = [1]  # C(size, b) for b = 0..size, exact integers
+    for b in range(size):
+        counts.append(counts[-1] * (size - b) // (b + 1))
+
+    def probability(ranks):  # P(B in ranks), B ~ Binomial(size, 1/2), exactly
+        return sum(counts[b] for b in ranks) / 2**size
+
+    tail = (1 - level) / 2
+    below, above = probability(range(j)), probability(range(k, size + 1))  # B < j, B >= k
+    assert below <= tail and above <= tail
+    assert 1 - below - above >= level
+    assert probability(range(j + 1)) > tail and probability(range(k - 1, size + 1)) > tail
+
+
+def test_median_interval_by_simulation():
+    """Over 1000 samples of 200 exponential draws, the 95% interval covers the median 95% of the time."""
+    rng = np.random.default_rng(3)
+    draws = rng.exponential(size=(1000, 200))
+    covered = [low <= np.log(2) <= high for _, low, high in map(at.median_interval, draws)]
+    exact = 0.95  # at least; for 200 draws the binomial gives 0.9599
+    assert np.mean(covered) >= exact - 4 * np.sqrt(exact * (1 - exact) / len(covered))
+
+
+def test_median_interval_refuses_bad_input():
+    with pytest.raises(ValueError, match="values needs more entries"):
+        at.median_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    with pytest.raises(ValueError, match="values must have one axis"):
+        at.median_interval(np.ones((10, 10)))
+    with pytest.raises(ValueError, match="level"):
+        at.median_interval(np.arange(10.0), level=1.0)
+    with pytest.raises(TypeError, match="values"):
+        at.median_interval("abc")

@@ -284,4 +284,4 @@ def test_sweep_summary_keeps_each_window():
     np.testing.assert_allclose(out["loss_by_window"], by_window.mean(axis=1), rtol=1e-6)
     # the window means average to the loss the file has always stored (to its 7 digits)
     np.testing.assert_allclose(np.mean(out["loss_by_window"]), out["loss"], rtol=1e-6)
-    assert out["bands"] == sweep._round([by_window[:, a:b].mean() for a, b in ((0, 64), (64, 128))])
+    assert out["bands"] == sweep.rounded([by_window[:, a:b].mean() for a, b in ((0, 64), (64, 128))])

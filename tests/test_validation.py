@@ -126,6 +126,7 @@ CALLS = [
     (at.sample_gaussian_scores, dict(samples=2, n=4, rng=RNG), dict(samples="count", n="count")),
     (at.sample_cosine_scores, dict(samples=2, n=4, d=8, rng=RNG), dict(samples="count", d="dimension")),
     (at.sampled_objective, dict(scores=np.ones((2, 3)), alphas=[1.0]), dict(scores="scores", alphas="scale")),
+    (at.median_interval, dict(values=np.arange(10.0)), dict(values="scores")),
     (
         at.conditional_objective,
         dict(alphas=[1.0, 3.0], n=8, rows=5, rng=RNG),

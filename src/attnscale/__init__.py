@@ -45,7 +45,7 @@ from .initialization import (
     uniform_bound,
     xavier_std,
 )
-from .intervals import crossed_interval, paired_difference, seed_interval, welch_tolerance
+from .intervals import crossed_interval, median_interval, paired_difference, seed_interval, welch_tolerance
 from .montecarlo import (
     TypicalRowScales,
     conditional_mean_log_scale,
@@ -143,6 +143,7 @@ __all__ = [
     "layer_second_moments",
     "log_growth_law",
     "logn_beyond_training_scale",
+    "median_interval",
     "paired_difference",
     "qknorm_initial_scale",
     "recommend_scale",

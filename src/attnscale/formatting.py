@@ -31,7 +31,14 @@ import math
 import numbers
 import re
 
-__all__ = ["captioned_table", "format_number", "format_uncertain", "results_table", "typographic_minus"]
+__all__ = [
+    "captioned_table",
+    "format_number",
+    "format_uncertain",
+    "pipe_table",
+    "results_table",
+    "typographic_minus",
+]
 
 MINUS = "\u2212"
 NBSP = "\u00a0"
@@ -325,6 +332,59 @@ def results_table(header, rows, *, caption: str, name: str) -> str:
                 lines += ["", "    " + extra]
     lines.append("````")
     return "\n".join(lines) + "\n"
+
+
+def pipe_table(header, rows) -> str:
+    """A Markdown pipe table from a header and rows of cells, for :func:`captioned_table`.
+
+    Each row is written ``| a | b | c |``; the alignment row is ``| --- |``
+    for every column.  Cells are written as given (``str`` of a number):
+    format the numbers first (:func:`format_uncertain`, f-strings), and
+    :func:`captioned_table` replaces the hyphen-minus signs.
+
+    Parameters
+    ----------
+    header : sequence of str
+        One heading per column; none may be empty.
+    rows : sequence of sequences
+        Each of ``len(header)`` cells, none spanning lines or holding a bare ``|``.
+
+    Returns
+    -------
+    str
+        The table, lines joined by newlines (no final newline).
+
+    Raises
+    ------
+    ValueError
+        If a header cell is empty, a row has the wrong number of cells, or
+        a cell spans lines or holds a ``|`` that is not escaped (``\\|``).
+
+    See Also
+    --------
+    captioned_table, results_table
+
+    Examples
+    --------
+    >>> print(pipe_table(["n", "x"], [[2, "-1.5"], [4, "0.25"]]))
+    | n | x |
+    | --- | --- |
+    | 2 | -1.5 |
+    | 4 | 0.25 |
+    """
+    header = [str(h) for h in header]
+    if not header or any(not h.strip() for h in header):
+        raise ValueError(f"header must name every column, got {header!r}")
+    lines = []
+    for row in [header, ["---"] * len(header), *rows]:
+        cells = [str(cell) for cell in row]
+        if len(cells) != len(header):
+            raise ValueError(f"every row must have {len(header)} cells, got {len(cells)}: {cells!r}")
+        for cell in cells:
+            if "\n" in cell or re.search(r"(?<!\\)\|", cell):
+                raise ValueError(f"a table cell must be one line without a bare '|', got {cell!r}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def captioned_table(table: str, *, caption: str, name: str) -> str:

@@ -12,7 +12,9 @@ every seed is scored on the same test examples, the examples are a second
 random factor, crossed with the seeds (:func:`crossed_interval`).  Two
 independent estimates, each given as a mean and its interval over its own
 batches, agree when their difference passes Welch's two-sided t test
-(:func:`welch_tolerance`).
+(:func:`welch_tolerance`).  The median of many sampled values (rows of
+attention, say) has a distribution-free interval between two order
+statistics (:func:`median_interval`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from scipy.special import stdtrit
 
 from . import _validate
 
-__all__ = ["crossed_interval", "paired_difference", "seed_interval", "welch_tolerance"]
+__all__ = ["crossed_interval", "median_interval", "paired_difference", "seed_interval", "welch_tolerance"]
 
 
 def seed_interval(values, axis=0, level=0.95):
@@ -226,3 +228,67 @@ def crossed_interval(values, level=0.95):
     )
     half = stdtrit(dof, 0.5 + level / 2) * np.sqrt(combined / (seeds * examples))
     return float(grand), float(half)
+
+
+def median_interval(values, level=0.95):
+    r"""Sample median and a distribution-free interval for the median, from order statistics.
+
+    With :math:`N` independent draws of a continuous variable, the number of
+    draws below its median :math:`m` is Binomial(:math:`N`, 1/2), whatever
+    the law, so the order statistics :math:`x_{(j)} \le x_{(k)}` with
+
+    .. math::
+
+       j = F^{-1}_{N}\bigl(\tfrac{1-c}{2}\bigr), \qquad
+       k = \bar F^{-1}_{N}\bigl(\tfrac{1-c}{2}\bigr) + 1,
+
+    (:math:`F_N` the Binomial(:math:`N`, 1/2) distribution function,
+    :math:`\bar F_N` its survival function, both inverted as
+    ``scipy.stats.binom.ppf`` and ``isf`` do) cover :math:`m` with
+    probability :math:`P(j \le B \le k - 1) \ge c`: the interval of the sign
+    test (Hollander, Wolfe and Chicken, *Nonparametric Statistical Methods*,
+    3rd ed., 2014, ch. 3).
+
+    Parameters
+    ----------
+    values : array_like
+        One axis of finite values, enough of them for ``level`` (at least
+        6 for 95%: fewer cannot give the interval between two order statistics).
+    level : float, optional
+        Confidence level in :math:`(0, 1)`.
+
+    Returns
+    -------
+    median, low, high : float
+        The sample median and the interval's ends :math:`x_{(j)}`, :math:`x_{(k)}`.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` is empty, not one axis, or too short for ``level``
+        (the lower order statistic would not exist).
+
+    See Also
+    --------
+    seed_interval : the interval of a mean over a few runs.
+
+    Examples
+    --------
+    >>> from attnscale import median_interval
+    >>> median_interval(range(1, 101))
+    (50.5, 40.0, 61.0)
+    """
+    values = _validate.scores(values, "values")
+    if values.ndim != 1:
+        raise ValueError(f"values must have one axis, got shape {values.shape}")
+    level = float(_validate.real_array(level, "level"))
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level:g}")
+    from scipy import stats  # here: scipy.stats is slow to import, and only this needs it
+
+    x = np.sort(values)
+    lo = int(stats.binom.ppf((1 - level) / 2, x.size, 0.5)) - 1
+    hi = int(stats.binom.isf((1 - level) / 2, x.size, 0.5))
+    if lo < 0 or hi >= x.size:
+        raise ValueError(f"values needs more entries for a {level:g} interval of the median, got {x.size}")
+    return float(np.median(x)), float(x[lo]), float(x[hi])

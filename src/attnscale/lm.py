@@ -42,8 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._validate import count as _count
 from .corpus import batch_windows, window_starts
-from .montecarlo import _count
 
 try:  # JAX is a dependency of this module only (requirements.txt pins it)
     import jax
@@ -503,32 +503,21 @@ def train(
     init : dict, optional
         Start from these parameters (fine-tuning a trained model) instead of
         :func:`init_params`; the optimizer's moments start at zero.
+
+    See Also
+    --------
+    train_task : the same loop on a task's batches.
     """
-    if not isinstance(config, LMConfig):
-        raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
-    total = config.steps if steps is None else _count(steps, "steps")
-    if total > config.steps:
-        raise ValueError(f"steps must be at most config.steps = {config.steps}, got {total}")
+    total = _total_steps(config, steps)
     starts = window_starts(len(text), config.train_length, (config.steps, config.batch), seed)
-    params = init_params(config, seed) if init is None else jax.tree.map(jnp.asarray, init)
-    moments = (jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params))
 
-    @jax.jit
-    def step_fn(params, moments, windows, step):
-        loss, grads = jax.value_and_grad(lambda p: loss_fn(config, p, windows))(params)
-        params, moments = _adamw(config, params, grads, moments, step)
-        return params, moments, loss
+    def batch_of(step):
+        return (jnp.asarray(batch_windows(text, starts[step], config.train_length)),)
 
-    losses = np.empty(total)
-    begin = time.perf_counter()
-    for step in range(total):
-        windows = jnp.asarray(batch_windows(text, starts[step], config.train_length))
-        params, moments, loss = step_fn(params, moments, windows, step)
-        losses[step] = float(loss)
-        if progress is not None:
-            progress(step, losses[step])
-    seconds = time.perf_counter() - begin
-    return TrainedModel(config, jax.tree.map(np.asarray, params), seed, losses, seconds)
+    def loss(params, windows):
+        return loss_fn(config, params, windows)
+
+    return _fit(config, seed, total, batch_of, loss, progress, init)
 
 
 def train_task(
@@ -542,32 +531,14 @@ def train_task(
     from the step, so that paired arms see the same examples).  The loss
     logged at each step is the mean cross-entropy over the scored positions.
     """
-    if not isinstance(config, LMConfig):
-        raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+    total = _total_steps(config, steps)
     if not callable(batches):
         raise TypeError(f"batches must be a function of the step, got {type(batches).__name__}")
-    total = config.steps if steps is None else _count(steps, "steps")
-    if total > config.steps:
-        raise ValueError(f"steps must be at most config.steps = {config.steps}, got {total}")
-    params = init_params(config, seed) if init is None else jax.tree.map(jnp.asarray, init)
-    moments = (jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params))
-
     first = batches(0).weights > 0
     # a task scored at the same positions in every example reads out only there
     readout = jnp.asarray(np.nonzero(first[0])[0]) if np.all(first == first[0]) else None
 
-    @jax.jit
-    def step_fn(params, moments, inputs, targets, weights, step):
-        def loss(p):
-            return task_loss_fn(config, p, inputs, targets, weights, readout)
-
-        value, grads = jax.value_and_grad(loss)(params)
-        params, moments = _adamw(config, params, grads, moments, step)
-        return params, moments, value
-
-    losses = np.empty(total)
-    begin = time.perf_counter()
-    for step in range(total):
+    def batch_of(step):
         batch = batches(step)
         if batch.inputs.shape != (config.batch, config.train_length):
             raise ValueError(
@@ -576,8 +547,45 @@ def train_task(
             )
         if readout is not None and not np.all((batch.weights > 0) == first[0]):
             raise ValueError(f"batches({step}) scores other positions than batches(0)")
-        params, moments, loss = step_fn(params, moments, batch.inputs, batch.targets, batch.weights, step)
-        losses[step] = float(loss)
+        return batch.inputs, batch.targets, batch.weights
+
+    def loss(params, inputs, targets, weights):
+        return task_loss_fn(config, params, inputs, targets, weights, readout)
+
+    return _fit(config, seed, total, batch_of, loss, progress, init)
+
+
+def _total_steps(config, steps) -> int:
+    """The argument checks of :func:`train` and :func:`train_task`: the steps to run."""
+    if not isinstance(config, LMConfig):
+        raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+    total = config.steps if steps is None else _count(steps, "steps")
+    if total > config.steps:
+        raise ValueError(f"steps must be at most config.steps = {config.steps}, got {total}")
+    return total
+
+
+def _fit(config, seed, total, batch_of, loss, progress, init) -> TrainedModel:
+    """The training loop: ``total`` AdamW steps on ``loss(params, *batch_of(step))``.
+
+    ``batch_of(step)`` is the batch source (a tuple of arrays), ``loss`` the
+    objective; the parameters start from :func:`init_params` with ``seed``
+    (or ``init``), the optimizer's moments at zero.
+    """
+    params = init_params(config, seed) if init is None else jax.tree.map(jnp.asarray, init)
+    moments = (jax.tree.map(jnp.zeros_like, params), jax.tree.map(jnp.zeros_like, params))
+
+    @jax.jit
+    def step_fn(params, moments, batch, step):
+        value, grads = jax.value_and_grad(lambda p: loss(p, *batch))(params)
+        params, moments = _adamw(config, params, grads, moments, step)
+        return params, moments, value
+
+    losses = np.empty(total)
+    begin = time.perf_counter()
+    for step in range(total):
+        params, moments, value = step_fn(params, moments, batch_of(step), step)
+        losses[step] = float(value)
         if progress is not None:
             progress(step, losses[step])
     seconds = time.perf_counter() - begin
@@ -585,6 +593,20 @@ def train_task(
 
 
 # -- evaluation ---------------------------------------------------------------------
+
+
+def _checked_factor(config, length, factor):
+    """The checked ``factor`` of :func:`evaluate` and :func:`evaluate_task`: float32, 1 by default."""
+    if factor is None:
+        factor = np.ones((config.n_layers, config.n_heads, length), dtype=np.float32)
+    factor = np.asarray(factor, dtype=np.float32)
+    if factor.shape != (config.n_layers, config.n_heads, length):
+        raise ValueError(
+            f"factor must have shape {(config.n_layers, config.n_heads, length)}, got {factor.shape}"
+        )
+    if not np.all(np.isfinite(factor) & (factor > 0)):
+        raise ValueError("factor must be finite and > 0")
+    return factor
 
 
 def evaluate_task(
@@ -616,15 +638,7 @@ def evaluate_task(
     """
     config = model.config if config is None else config
     length = batch.inputs.shape[1]
-    if factor is None:
-        factor = np.ones((config.n_layers, config.n_heads, length), dtype=np.float32)
-    factor = np.asarray(factor, dtype=np.float32)
-    if factor.shape != (config.n_layers, config.n_heads, length):
-        raise ValueError(
-            f"factor must have shape {(config.n_layers, config.n_heads, length)}, got {factor.shape}"
-        )
-    if not np.all(np.isfinite(factor) & (factor > 0)):
-        raise ValueError("factor must be finite and > 0")
+    factor = _checked_factor(config, length, factor)
     scored = batch.weights > 0
     per_example = scored.sum(axis=1)
     if per_example.min() != per_example.max() or per_example.min() == 0:
@@ -697,15 +711,7 @@ def evaluate(model: TrainedModel, windows, factor=None, batch: int = 8, config: 
     if windows.ndim != 2 or windows.shape[1] < 2 or windows.dtype.kind not in "iu":
         raise ValueError(f"windows must be integers of shape (N, T + 1), got {windows.shape}")
     length = windows.shape[1] - 1
-    if factor is None:
-        factor = np.ones((config.n_layers, config.n_heads, length), dtype=np.float32)
-    factor = np.asarray(factor, dtype=np.float32)
-    if factor.shape != (config.n_layers, config.n_heads, length):
-        raise ValueError(
-            f"factor must have shape {(config.n_layers, config.n_heads, length)}, got {factor.shape}"
-        )
-    if not np.all(np.isfinite(factor) & (factor > 0)):
-        raise ValueError("factor must be finite and > 0")
+    factor = _checked_factor(config, length, factor)
     batch = _count(batch, "batch")
     run = _evaluator(config)
     params = jax.tree.map(jnp.asarray, model.params)

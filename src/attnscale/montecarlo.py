@@ -29,10 +29,6 @@ __all__ = [
     "typical_row_scales",
 ]
 
-#: Kept only for :mod:`attnscale.lm`, which imports it from here until it
-#: imports :func:`attnscale._validate.count` (every other module does).
-_count = _validate.count
-
 
 def sample_gaussian_scores(samples, n, rng):
     """Standard normal scores, shape ``(samples, n)``.

@@ -1,0 +1,139 @@
+"""Figures whose drawing is plumbing: a chapter computes the numbers, one call here draws them.
+
+Each function takes the numbers a chapter computed (nothing is computed
+here) and returns a matplotlib ``Figure``, drawn in the book's
+style (``attnscale.use_book_style``); the chapter glues it and closes
+it.  So a visible cell reads as the mathematics and one line that draws it.
+Matplotlib is imported lazily: the numerical package does not depend on it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["entropy_rules_figure", "no_scale_figure"]
+
+
+def _curve(values, name: str, size: int) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    if array.shape != (size,):
+        raise ValueError(f"{name} must have shape ({size},), got {array.shape}")
+    return array
+
+
+def no_scale_figure(dims, largest, median, exact_mean):
+    r"""Attention rows with and without :math:`1/\sqrt d`, against the head dimension.
+
+    Chapter *Why divide by √d*.  Left: the mean largest weight of a row, each curve named where it ends.
+    Right: the gradient objective of the median row with its 95% band, and
+    the exact mean over rows (dotted), on a log scale; a legend names the
+    line styles.  Both against :math:`d` on a base-2 log axis.
+
+    Parameters
+    ----------
+    dims : array_like
+        The head dimensions, shape ``(D,)``.
+    largest : dict
+        Curve label (a TeX string) -> mean largest weight, shape ``(D,)``; one
+        entry per arm, drawn in the palette's order with markers ``o``, ``s``, ...
+    median : dict
+        The same labels -> ``(median, low, high)``, each shape ``(D,)``.
+    exact_mean : dict
+        The same labels -> the exact mean over rows, shape ``(D,)``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    See Also
+    --------
+    attnscale.median_interval : the band of the median row.
+    """
+    import matplotlib.pyplot as plt
+
+    from .plotting import MARKERS
+
+    dims = np.asarray(dims)
+    if dims.ndim != 1 or dims.size == 0:
+        raise ValueError(f"dims must be one non-empty axis, got shape {dims.shape}")
+    labels = list(largest)
+    if not labels or list(median) != labels or list(exact_mean) != labels:
+        raise ValueError("largest, median and exact_mean must name the same arms in the same order")
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6))
+    for k, label in enumerate(labels):
+        maxp = _curve(largest[label], "largest", dims.size)
+        mid, low, high = (_curve(v, "median", dims.size) for v in median[label])
+        (line,) = axes[0].plot(dims, maxp, marker=MARKERS[k], ms=4, label=label)
+        axes[1].plot(dims, mid, marker=MARKERS[k], ms=4, color=line.get_color())
+        axes[1].fill_between(dims, low, high, color=line.get_color(), alpha=0.25, lw=0)
+        # each curve named where it ends (no legend to decode; text in black,
+        # which reads better than the orange)
+        axes[0].annotate(
+            label, (dims[-1], maxp[-1]), xytext=(0, 6), textcoords="offset points", ha="right", va="bottom"
+        )
+    for k, label in enumerate(labels):
+        axes[1].plot(dims, _curve(exact_mean[label], "exact_mean", dims.size), ":", color=f"C{k}")
+    axes[0].set_ylabel("mean largest weight")
+    axes[1].set_ylabel(r"gradient objective w.r.t. $s$")
+    axes[1].set_yscale("log")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("head dimension $d$")
+    # the colours are named in the left panel; the legend names the line styles
+    axes[1].plot([], [], "-", color="0.3", label="median row, 95% band")
+    axes[1].plot([], [], ":", color="0.3", label="mean (exact)")
+    axes[1].legend(frameon=False)
+    return fig
+
+
+def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
+    r"""Expected entropy against the length under several scale rules, one panel per regime.
+
+    Chapter *Entropy invariance*.  In each panel, one line per rule (the
+    exact :math:`\mathbb E\,H`) and, in the same colour, the Monte Carlo
+    means with two standard errors at the probed lengths; a grey vertical
+    line at the training length; base-2 log length axis.  The legend (left
+    panel) names the rules.
+
+    Parameters
+    ----------
+    lengths : array_like
+        Shape ``(N,)``.
+    exact : dict
+        ``(regime, rule)`` -> exact expected entropy, shape ``(N,)``; the
+        rules in the order of the legend, the same rules in every regime.
+    sampled : dict
+        The same keys -> ``(mean, standard_error)`` at ``lengths[probe]``.
+    probe : array_like
+        Boolean mask or indices of the sampled lengths.
+    titles : dict
+        Regime -> panel title, in the panels' order.
+    train_length : float
+        Where the rules agree (the grey line).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    lengths = np.asarray(lengths, dtype=float)
+    probed = lengths[probe]
+    rules = list(dict.fromkeys(rule for _, rule in exact))
+    if set(exact) != {(k, r) for k in titles for r in rules} or set(sampled) != set(exact):
+        raise ValueError("exact and sampled must hold every (regime, rule) pair of the regimes in titles")
+    fig, axes = plt.subplots(1, len(titles), figsize=(8.0, 3.6), sharey=False)
+    for ax, regime in zip(np.atleast_1d(axes), titles, strict=True):
+        for i, rule in enumerate(rules):
+            curve = _curve(exact[(regime, rule)], "exact", lengths.size)
+            ax.plot(lengths, curve, lw=1.6, color=f"C{i}", label=rule)
+            mean, error = sampled[(regime, rule)]
+            ax.errorbar(probed, mean, yerr=2 * np.asarray(error), fmt="o", ms=3, color=f"C{i}")
+        ax.set_xscale("log", base=2)
+        ax.set_title(titles[regime], fontsize=10)
+        ax.set_xlabel("length $n$")
+        ax.axvline(train_length, color="0.6", lw=0.8)
+    first = np.atleast_1d(axes)[0]
+    first.set_ylabel(r"expected entropy $\mathbb{E}\,H$ (nats)")
+    first.legend(frameon=False, fontsize=9)
+    return fig

@@ -1,0 +1,69 @@
+"""The chapters' figure helpers (attnscale.figures): what they draw from the numbers, what they refuse."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from attnscale import figures
+
+DIMS = 2 ** np.arange(1, 6)
+
+
+def _arms():
+    grow = np.linspace(0.5, 0.9, DIMS.size)
+    flat = np.full(DIMS.size, 0.3)
+    largest = {"A": grow, "B": flat}
+    median = {"A": (grow / 10, grow / 20, grow / 5), "B": (flat / 10, flat / 20, flat / 5)}
+    exact = {"A": grow / 8, "B": flat / 8}
+    return largest, median, exact
+
+
+def test_no_scale_figure_draws_every_arm_in_both_panels():
+    largest, median, exact = _arms()
+    fig = figures.no_scale_figure(DIMS, largest, median, exact)
+    left, right = fig.axes
+    # left: one line per arm, named at its end; right: median and exact mean per arm, two legend proxies
+    assert [line.get_label() for line in left.lines] == ["A", "B"]
+    assert [text.get_text() for text in left.texts] == ["A", "B"]
+    np.testing.assert_array_equal(left.lines[1].get_ydata(), largest["B"])
+    assert len(right.lines) == 2 + 2 + 2 and len(right.collections) == 2  # + the 95% bands
+    np.testing.assert_array_equal(right.lines[2].get_ydata(), exact["A"])
+    assert right.lines[2].get_linestyle() == ":" and right.get_yscale() == "log"
+    assert [t.get_text() for t in right.get_legend().get_texts()] == ["median row, 95% band", "mean (exact)"]
+    assert all(ax.get_xscale() == "log" for ax in fig.axes)
+    plt.close(fig)
+
+
+def test_no_scale_figure_refuses_mismatched_arms_and_shapes():
+    largest, median, exact = _arms()
+    with pytest.raises(ValueError, match="same arms"):
+        figures.no_scale_figure(DIMS, largest, {"B": median["B"], "A": median["A"]}, exact)
+    with pytest.raises(ValueError, match="largest must have shape"):
+        figures.no_scale_figure(DIMS, {"A": largest["A"][:-1], "B": largest["B"]}, median, exact)
+    with pytest.raises(ValueError, match="dims"):
+        figures.no_scale_figure([], largest, median, exact)
+    plt.close("all")
+
+
+def test_entropy_rules_figure_one_panel_per_regime():
+    lengths = 2.0 ** np.arange(6, 12)
+    probe = np.isin(lengths, [64, 512])
+    rules = ["fixed", "log n"]
+    exact = {(k, r): np.log(lengths) * (i + 1) for k in ("high", "low") for i, r in enumerate(rules)}
+    sampled = {key: (curve[probe], np.full(2, 0.1)) for key, curve in exact.items()}
+    titles = {"high": "high entropy", "low": "low entropy"}
+    fig = figures.entropy_rules_figure(lengths, exact, sampled, probe, titles, 512)
+    assert [ax.get_title() for ax in fig.axes] == ["high entropy", "low entropy"]
+    for ax, regime in zip(fig.axes, titles, strict=True):
+        # a line per rule, the grey line at L; the sampled means as error bars in the rule's colour
+        curves = {line.get_label(): line for line in ax.lines if line.get_label() in rules}
+        np.testing.assert_array_equal(curves["fixed"].get_ydata(), exact[(regime, "fixed")])
+        assert ax.lines[-1].get_xdata()[0] == 512 and len(ax.containers) == len(rules)
+        assert ax.containers[1].lines[0].get_color() == curves["log n"].get_color() != "C0"
+        np.testing.assert_array_equal(ax.containers[1].lines[0].get_ydata(), sampled[(regime, "log n")][0])
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == rules
+    with pytest.raises(ValueError, match="every"):
+        figures.entropy_rules_figure(lengths, exact, {}, probe, titles, 512)
+    plt.close("all")
