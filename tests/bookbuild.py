@@ -34,6 +34,7 @@ def missing_pdf_tools() -> list[str]:
         missing.append("libcairo (Debian's libcairo2)")
     return missing
 
+
 #: Headless Chromium without anything that reaches the network on its own.
 CHROMIUM_ARGS = [
     "--no-sandbox",

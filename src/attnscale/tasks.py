@@ -371,7 +371,8 @@ def describe_recall(batch: TaskBatch, vocabulary: RecallVocabulary, example: int
 
     inputs, targets, scored = batch.inputs[example], batch.targets[example], batch.weights[example] > 0
     if scored.any() and np.all(inputs[scored] == vocabulary.mask):  # answers predicted in place
-        return " ".join(f"**{name(t)}**" if s else name(i) for i, t, s in zip(inputs, targets, scored))
+        shown = zip(inputs, targets, scored, strict=True)
+        return " ".join(f"**{name(t)}**" if s else name(i) for i, t, s in shown)
     words = [name(inputs[0])]
     for i in range(1, len(inputs)):
         words.append(f"**{name(inputs[i])}**" if scored[i - 1] else name(inputs[i]))
