@@ -178,7 +178,10 @@ def crossed_interval(values, level=0.95):
 
     Where the estimate :math:`M_S + M_W - M_E` falls below
     :math:`\max(M_S, M_W)` (a chance low, possible when one factor has no
-    effect) the larger mean square is used instead, which errs wide.  For
+    effect) the larger mean square is used instead.  Its own degrees of
+    freedom are then larger than the formula's, so the interval is not
+    always wider than the untruncated one (it is close to right when one
+    factor's variance is zero, the case that triggers it).  For
     two arms paired by seed and scored on the same examples, pass the
     table of their differences.
 
