@@ -755,7 +755,8 @@ def _run(rule: _Rule, setting: _Setting):
     if not (np.isfinite(unit) and unit > 0 and np.isfinite(raw) and raw > 0):  # never a degenerate scale
         return None, (*outcome.notes, f"{name}: gives no usable scale here ({unit!r}); left out")
     factor = None
-    if setting.measured and not rule.absolute:  # a length rule's own factor, exactly, or its scale over alpha_L
+    # a length rule's own factor, exactly, or its scale over alpha_L; none for an absolute rule
+    if setting.measured and not rule.absolute:
         factor = outcome.factor if outcome.factor is not None else unit / setting.alpha_l
     return ScaleEntry(name, raw, unit, source, factor, key=rule.key, absolute=rule.absolute), outcome.notes
 
