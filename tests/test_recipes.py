@@ -483,9 +483,8 @@ def test_a_measured_heads_rule_factor_is_exactly_the_rules_factor(measure):
     assert rows["yarn"].factor == float(at.yarn_mscale(n / length)) ** 2
     assert rows["llama4"].factor == float(at.llama4_attention_scale(n))
     assert rows["trained"].factor == 1.0
-    for (
-        e
-    ) in rec.entries:  # every length row: the factor times alpha_L is the scale on the unit-variance score
+    # every length row: the factor times alpha_L is the scale on the unit-variance score
+    for e in rec.entries:
         if not e.absolute:
             assert e.factor * rec.alpha_train == pytest.approx(e.unit_scale, rel=1e-15)
     # and without a measurement there is no factor to confuse with the scale
@@ -541,7 +540,7 @@ def test_qknorm_is_an_initial_value_not_a_published_scale():
 
 
 def test_the_marked_length_row_says_to_extend_rope_first():
-    """The words under the marked row are the answers table's (advice.ROPE_FIRST), factor filled in."""
+    """The words under the marked row are the answers table's (advice.ROPE_FIRST), its factor filled in."""
     from attnscale import advice
 
     assert advice.ROPE_FIRST in at.answers()["length"].recommendation
@@ -557,7 +556,7 @@ def test_the_marked_length_row_says_to_extend_rope_first():
 
 
 def test_causal_settings_say_which_entropy_and_which_position():
-    """A decoder's entropy is of rows over L keys; Qwen's factor is per position (logn_list), here at n."""
+    """A decoder's entropy is of rows over L keys; Qwen's factor is per position (logn_list), here n's."""
     from attnscale.calculator import FIELDS, NOTES
 
     rec = at.recommend_scale(128, 32768, causal=True, train_length=4096, head_entropy=5.5)

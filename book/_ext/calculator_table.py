@@ -1,26 +1,30 @@
-"""The table the recipes page's calculator reads: what JavaScript cannot solve.
+"""The table the recipes page's calculator reads: its words, and two curves for its figures and guesses.
 
-``book/_static/calculator.js`` computes every closed-form rule of
-``attnscale.recommend_scale`` itself.  One row it can only interpolate: the
-gradient scale of a causal head with Gaussian scores,
-``attnscale.best_causal_scale``, a maximization over a sum and a
-quadrature.  This extension computes that row with the package at build
-time, on every integer length up to ``EXACT_UP_TO`` and on a grid uniform
-in ``log n`` beyond.  A second row needs the package's solver too: the
-gradient scale for cosine scores, ``attnscale.cosine_alpha_star(n, d)``, a
-root of an equation in Bessel functions; for it the table holds a bicubic
-spline (see :func:`cosine_spline`).  The exact entropy match, and a
-measured entropy's scale, solve ``attnscale.expected_entropy`` for the scale;
-for Gaussian scores the table holds that expectation as two bicubic splines
-(:func:`entropy_spline`), and the page solves it.  For cosine scores it
-depends on d as well, and the table holds nothing for it: the page computes
-the exact expectations itself, by the package's quadrature
-(``cosineExpectation`` in ``calculator.js``; a tricubic table in alpha, n and
-d was tried, and missed by up to 20% at small d).  The second figure draws the exact
-expected gradient of Gaussian scores, ``attnscale.expected_gradient``,
-against the scale: a bicubic spline again (:func:`gradient_spline`); for
-cosines the page's quadrature again.  The
-table is computed by a child process while the chapters execute
+``book/_static/calculator.js`` computes every row of
+``attnscale.recommend_scale`` itself, as the package does, so that it prints
+the package's table digit for digit: the closed forms; the gradient scale
+for cosine scores (``attnscale.cosine_alpha_star``, its safeguarded Newton
+steps ported); the causal gradient scale for either law
+(``attnscale.best_causal_scale``, its sum and quadrature over positions and
+its bounded search ported); and the exact expected entropy for either law
+(``attnscale.expected_entropy``, the quadrature of the exact-expectations
+theorem on the package's panels), from which it solves the exact entropy
+match and a measured entropy's alpha_L.  An earlier page interpolated the
+causal Gaussian row and the Gaussian entropy from tables the build
+computed, and printed, for example, 2.502 where the CLI printed 2.501
+(issue 31); those tables are gone.
+
+What the table still holds (computed with the package at build time):
+
+* the exact expected entropy of Gaussian scores as two bicubic splines
+  (:func:`entropy_spline`), within about 3e-4 of the package's: only the
+  first guess of the page's entropy solvers, which then solve on the
+  quadrature;
+* the exact expected gradient of Gaussian scores against the scale, for the
+  page's second figure (:func:`gradient_spline`); for cosines the page's
+  quadrature draws it.
+
+The table is computed by a child process while the chapters execute
 (:class:`_Background`).  The extension writes the table as ``_static/calculator-table.js`` into
 the HTML output (never into the source tree), which assigns the table to
 ``window.ATTNSCALE_CALCULATOR_TABLE``.  A script, not a JSON file fetched by
@@ -28,80 +32,28 @@ the page: it loads from ``file://`` too, and it is one more same-origin
 file, so the page makes no request that leaves it.  Only the page that holds
 the calculator loads it.
 
-Why every length up to 2048: the package's best scale is a flat maximum,
-found to about 1e-4 (its docstring), and below a few thousand keys it moves
-with the switch from the position-by-position sum to the quadrature (at
-1024 positions); a cubic through grid values there misses it by up to 1e-2.
-Beyond 2048 the grid's error is the package's own noise, a few 1e-4.  Each
-row is the scale and the mean share; the key count whose optimum the scale
-is follows from the scale in closed form, so the page computes it.
-
 The table also carries the calculator's words, ``attnscale.calculator.page_words``
 (every row's name and source, and every note, as templates the page fills), so
 the page prints what the package prints without typing it again.
 
 ``tests/test_calculator_page.py`` imports :func:`build_table` and checks the
-page's interpolation against the package at random settings.
+page against the package at random settings, digit for digit.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 
 from sphinx.errors import ExtensionError
 
-#: Lengths up to this are tabulated one by one (see above).
-EXACT_UP_TO = 2048
-#: The calculator's largest n (``attnscale.calculator.MAX_KEYS``).
-LARGEST = 1e15
-#: Grid points in log n from EXACT_UP_TO to LARGEST: more do not help, the
-#: error left is the package's noise (the test measures it).
-LOG_POINTS = 160
 #: The element id the raw HTML block of book/recipes.md gives the calculator.
 FORM_ID = "attnscale-calculator"
 FILE_NAME = "calculator-table.js"
 #: Seconds the build waits for the table after the chapters (it takes a few).
 CHILD_TIMEOUT = 300
-
-
-def cosine_spline() -> dict:
-    r"""A bicubic spline of the cosine gradient scale, as knots and coefficients.
-
-    The variables make the surface smooth over the whole domain: ``log n``,
-    and :math:`w = 1/\sqrt{d - 1}`, which maps :math:`d \in [2, \infty)` to
-    :math:`(0, 1]` with the Gaussian limit at :math:`w = 0`.  The value is
-    :math:`\log\bigl(\alpha^*(n, d)/\sqrt d\bigr) - \log\alpha^*_{\mathrm{gauss}}(n)`,
-    0 at :math:`w = 0`; the page adds back the Gaussian scale, which it
-    computes in closed form.  The nodes are denser at few keys and near
-    :math:`d = 2`, where the surface bends most (at fixed small :math:`d` the
-    scale grows like :math:`n^{2/(d-1)}`).  Interpolating on 79 by 44 nodes
-    misses the package by at most about 4e-5 relative (measured at 60000
-    random points when this was written; the test checks 1e-3).
-    """
-    import numpy as np
-    from scipy.interpolate import RectBivariateSpline
-
-    from attnscale import cosine_alpha_star, gaussian_alpha_star
-
-    x = np.unique(np.r_[np.linspace(np.log(2), np.log(20), 20), np.linspace(np.log(20), np.log(LARGEST), 60)])
-    w = np.unique(np.r_[np.linspace(0, 0.7, 30), np.linspace(0.7, 1, 15)])
-    keys = np.exp(x)[:, None]
-    dims = 1.0 + 1.0 / w[None, 1:] ** 2
-    values = np.zeros((x.size, w.size))  # column w = 0: the Gaussian limit
-    values[:, 1:] = np.log(cosine_alpha_star(keys, dims) / np.sqrt(dims)) - np.log(gaussian_alpha_star(keys))
-    spline = RectBivariateSpline(x, w, values, kx=3, ky=3, s=0)  # s=0: through every node
-    # the full knot vectors (each end knot four times) and the coefficients,
-    # row-major over (x, w); eight digits are far below the spline's error
-    tx, ty, coefficients = spline.tck
-    return {
-        "tx": [float(f"{v:.12g}") for v in tx],
-        "ty": [float(f"{v:.12g}") for v in ty],
-        "c": [float(f"{v:.8g}") for v in coefficients],
-    }
 
 
 #: Exact expectations are computed up to this many keys (attnscale.exact).
@@ -209,31 +161,10 @@ def entropy_spline() -> dict:
 
 
 def build_table() -> dict:
-    """The causal Gaussian gradient row (scale and mean share, by length), the splines and the words."""
+    """The splines (Gaussian entropy and gradient) and the words."""
     from attnscale.calculator import page_words
-    from attnscale.decoder import best_causal_scale
 
-    def row(length: int) -> list[float]:
-        alpha, _, share = best_causal_scale(length)
-        # eight significant digits: far below the package's own 1e-4, and
-        # the file stays small (about 92 kB with the cosine spline, measured)
-        return [float(f"{v:.8g}") for v in (alpha, share)]
-
-    lo, hi = math.log(EXACT_UP_TO), math.log(LARGEST)
-    step = (hi - lo) / (LOG_POINTS - 1)
-    # the package rounds n to an integer before solving (calculator._gradient),
-    # so the grid's nodes are integers too, and the spacing is taken from
-    # the rounded nodes' logarithms (stored, not assumed uniform)
-    lengths = [round(math.exp(lo + k * step)) for k in range(LOG_POINTS)]
-    return {
-        "causalExact": [row(m) for m in range(2, EXACT_UP_TO + 1)],
-        "causalLogN": [math.log(m) for m in lengths],
-        "causalLog": [row(m) for m in lengths],
-        "cosine": cosine_spline(),
-        "gradient": gradient_spline(),
-        "entropy": entropy_spline(),
-        "words": page_words(),
-    }
+    return {"gradient": gradient_spline(), "entropy": entropy_spline(), "words": page_words()}
 
 
 def script_text(table: dict) -> str:

@@ -114,41 +114,6 @@
     return Math.sqrt(lambertW(0.5 * Math.exp(0.5) * n) - 0.5);
   }
 
-  // Cubic Lagrange interpolation through the four nodes around x (nodes need
-  // not be uniform: the table's are rounded to integers).
-  function cubicAt(xs, ys, x) {
-    let i = 1;
-    while (i < xs.length - 3 && xs[i + 1] < x) i++;
-    const idx = [i - 1, i, i + 1, i + 2];
-    let sum = 0;
-    for (const a of idx) {
-      let w = 1;
-      for (const b of idx) if (b !== a) w *= (x - xs[b]) / (xs[a] - xs[b]);
-      sum += w * ys[a];
-    }
-    return sum;
-  }
-
-  // attnscale.best_causal_scale(round(n)) for Gaussian scores, from the table:
-  // exact up to its last length, then cubic in log n (log of the scale, the
-  // share itself).  The key count whose optimum the scale is solves the
-  // stationarity condition (1 + 2 alpha^2) e^(alpha^2) = n, so it is exact.
-  function causalGaussian(n, table) {
-    const m = roundHalfEven(n);
-    const exact = table.causalExact;
-    let alpha, share;
-    if (m - 2 < exact.length) [alpha, share] = exact[m - 2];
-    else {
-      const x = Math.log(m);
-      const ln = table.causalLogN;
-      alpha = Math.exp(cubicAt(ln, table.causalLog.map((r) => Math.log(r[0])), x));
-      share = cubicAt(ln, table.causalLog.map((r) => r[1]), x);
-    }
-    // kept within 2 .. n as the package keeps it (at n = 2 rounding could put it a hair below)
-    const nRef = Math.min(Math.max((1 + 2 * alpha * alpha) * Math.exp(alpha * alpha), 2), m);
-    return [alpha, nRef, share];
-  }
-
   // The four cubic B-splines that are nonzero at x, and the first one's index
   // (Cox-de Boor recursion on the knot vector t, each end knot repeated).
   function basis(t, x) {
@@ -186,10 +151,10 @@
     return sum;
   }
 
-  // attnscale.cosine_alpha_star(n, d) / sqrt(d), from the build's bicubic
-  // spline in (log n, 1/sqrt(d - 1)) of its log ratio to the Gaussian scale.
-  function cosineUnitStar(n, d, table) {
-    return Math.exp(spline2(table.cosine, Math.log(n), 1 / Math.sqrt(d - 1))) * gaussianAlphaStar(n);
+  // attnscale.cosine_alpha_star(n, d) / sqrt(d): the package's safeguarded Newton steps, ported
+  // (cosineAlphaStar below; within 1e-13 of the package's, the tests measure it)
+  function cosineUnitStar(n, d) {
+    return cosineAlphaStar(n, d / 2 - 1) / Math.sqrt(d);
   }
 
   // attnscale.gradient_limit(n) for Gaussian scores (the expected gradient as
@@ -637,6 +602,193 @@
     return what === "gradient" ? alpha * n * (n - 1) * sum : -n * sum;
   }
 
+  // --- exact expectations for Gaussian scores, by quadrature -------------
+  //
+  // attnscale.exact's route for its normal law, written again for the page as for cosines above: the
+  // law's 29 panels on [-14.5, 14.5] below a scale of 1.1, else the kernel's window in w = alpha s - tau
+  // (each of its panels cut to the law's width, 1) times the normal density, and the mass above the
+  // window from the normal survival function (0 beyond the law's 14.5, as the package's).  The printed
+  // digits then agree with the package's, as its table could not (issue 31).
+
+  // erfc(x), to about 1e-14 relative: 1 - erf(x) below 2 (erf's series of positive terms,
+  // 2/sqrt(pi) e^(-x^2) sum (2x^2)^k x / (1 3 ... (2k+1)); erfc(2) = 0.005 keeps its digits), the
+  // continued fraction beyond
+  function erfc(x) {
+    if (x < 0) return 2 - erfc(-x);
+    if (x < 2) {
+      let [term, sum] = [x, x];
+      for (let k = 1; k < 200; k++) {
+        term *= (2 * x * x) / (2 * k + 1);
+        sum += term;
+        if (term < 1e-17 * sum) break;
+      }
+      return 1 - (2 / Math.sqrt(Math.PI)) * Math.exp(-x * x) * sum;
+    }
+    if (x > 27.3) return 0; // below the smallest double
+    // erfc(x) = e^(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))), by the modified Lentz method
+    const tiny = 1e-300;
+    let f = x;
+    let [C, D] = [x, 0];
+    for (let k = 1; k < 500; k++) {
+      const a = k / 2;
+      D = x + a * D;
+      D = D === 0 ? 1 / tiny : 1 / D;
+      C = x + a / C;
+      if (C === 0) C = tiny;
+      const delta = C * D;
+      f *= delta;
+      if (Math.abs(delta - 1) < 1e-16) break;
+    }
+    return Math.exp(-x * x) / Math.sqrt(Math.PI) / f;
+  }
+  // P(S > s) for a standard normal score (scipy's ndtr(-s))
+  const normalSurvival = (s) => 0.5 * erfc(s / Math.SQRT2);
+  // the score s with P(S > s) = p, 0 < p < 1 (-scipy.special.ndtri(p)): Acklam's rational approximation,
+  // then Halley steps on the survival function
+  function normalTopScore(p) {
+    if (p > 0.5) return -normalTopScore(1 - p); // 1 - p is exact there; the steps below keep their digits
+    const a = [-39.69683028665376, 220.9460984245205, -275.9285104469687, 138.357751867269, -30.66479806614716,
+      2.506628277459239];
+    const b = [-54.47609879822406, 161.5858368580409, -155.6989798598866, 66.80131188771972, -13.28068155288572];
+    const c = [-0.007784894002430293, -0.3223964580411365, -2.400758277161838, -2.549732539343734,
+      4.374664141464968, 2.938163982698783];
+    const d = [0.007784695709041462, 0.3224671290700398, 2.445134137142996, 3.754408661907416];
+    const tailQ = (q) =>
+      (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    let x; // the lower quantile, P(S < x) = p
+    if (p < 0.02425) x = tailQ(Math.sqrt(-2 * Math.log(p)));
+    else {
+      const q = p - 0.5;
+      const r = q * q;
+      x = ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q) /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+    }
+    for (let k = 0; k < 3; k++) {
+      const e = normalSurvival(-x) - p; // P(S < x) - p
+      const u = e * Math.sqrt(2 * Math.PI) * Math.exp(0.5 * x * x);
+      x -= u / (1 + 0.5 * x * u);
+    }
+    return -x;
+  }
+  const NORMAL_EDGE = 14.5; // the law's range, [-14.5, 14.5] (attnscale.exact._GAUSSIAN)
+  const LOG_ROOT_2PI = 0.5 * Math.log(2 * Math.PI);
+  // the normal law's own panels: nodes and weights (density x quadrature weight)
+  const NORMAL_PANELS = (() => {
+    const [z, weight] = [[], []];
+    for (let k = 0; k < 29; k++) {
+      const [lo, hi] = [-NORMAL_EDGE + k, -NORMAL_EDGE + k + 1];
+      const [half, mid] = [0.5 * (hi - lo), 0.5 * (lo + hi)];
+      for (let j = 0; j < 8; j++) {
+        const x = mid + half * GL_X[j];
+        z.push(x);
+        weight.push(Math.exp(-0.5 * x * x - LOG_ROOT_2PI) * half * GL_W[j]);
+      }
+    }
+    return { z: Float64Array.from(z), weight: Float64Array.from(weight) };
+  })();
+  // attnscale.exact._make_window_edges and _fixed_kernels for the normal law (panel width 1): the nodes in
+  // w and the four kernels times their weights; null below a scale of 1.1 (the law's panels instead)
+  function normalRule(alpha) {
+    if (1.1 / alpha > 1) return null;
+    const [w, k] = [[], []];
+    for (let i = 0; i + 1 < W_EDGES.length; i++) {
+      const pieces = Math.ceil((W_EDGES[i + 1] - W_EDGES[i]) / alpha);
+      const step = (W_EDGES[i + 1] - W_EDGES[i]) / pieces;
+      for (let p = 0; p < pieces; p++) {
+        const [a, b] = [W_EDGES[i] + p * step, p + 1 < pieces ? W_EDGES[i] + (p + 1) * step : W_EDGES[i + 1]];
+        const [half, mid] = [0.5 * (b - a), 0.5 * (a + b)];
+        for (let j = 0; j < 8; j++) {
+          const x = mid + half * GL_X[j];
+          const weight = (half * GL_W[j]) / alpha; // ds = dw / alpha
+          const y = Math.exp(x);
+          const psi = y * Math.exp(-y);
+          w.push(x);
+          k.push(weight * -Math.expm1(-y), weight * psi, weight * psi * y, weight * psi * (x + EULER_GAMMA));
+        }
+      }
+    }
+    return { w: Float64Array.from(w), k: Float64Array.from(k) };
+  }
+  // S, f, chi, eta at one tau (attnscale.exact._inner for the normal law), into out
+  function innerNormal(alpha, rule, tau, out) {
+    let [S, f, chi, eta] = [0, 0, 0, 0];
+    if (rule) {
+      const { w, k } = rule;
+      const inverse = 1 / alpha;
+      for (let i = 0; i < w.length; i++) {
+        const s = (tau + w[i]) * inverse;
+        const density = Math.exp(-0.5 * s * s - LOG_ROOT_2PI);
+        S += density * k[4 * i];
+        f += density * k[4 * i + 1];
+        chi += density * k[4 * i + 2];
+        eta += density * k[4 * i + 3];
+      }
+      const top = (tau + W_EDGES[W_EDGES.length - 1]) / alpha;
+      S += top >= NORMAL_EDGE ? 0 : normalSurvival(top);
+    } else {
+      const { z, weight } = NORMAL_PANELS;
+      for (let i = 0; i < z.length; i++) {
+        const w = Math.min(alpha * z[i] - tau, 700); // e^w beyond e^700 only multiplies exp(-e^w) = 0
+        const y = Math.exp(w);
+        const psi = weight[i] * y * Math.exp(-y);
+        S += weight[i] * -Math.expm1(-y);
+        f += psi;
+        chi += psi * y;
+        eta += psi * (w + EULER_GAMMA);
+      }
+    }
+    out.S = S;
+    out.f = f;
+    out.chi = chi;
+    out.eta = eta;
+    return out;
+  }
+  // E[H] ("entropy") or E[alpha (1 - sum p^2)] ("gradient") for n normal scores at the scale alpha
+  // (attnscale.expected_entropy and expected_gradient); fast: coarser outer panels, for a solver's first steps
+  function normalExpectation(alpha, n, what, fast = false) {
+    if (alpha === 0) return what === "entropy" ? Math.log(n) : 0;
+    const clip = (s) => Math.min(Math.max(s, -NORMAL_EDGE), NORMAL_EDGE);
+    const upper = alpha * clip(normalTopScore(1e-26 / n)) + Math.log(n) + 64;
+    const delta = n > 2 ? -Math.expm1(-80 / (n - 2)) : 1;
+    const lowS = delta < 0.5 ? clip(normalTopScore(2 * delta)) : -NORMAL_EDGE;
+    const lower = alpha * lowS - 6 - (n <= 2 ? 6 : 0);
+    const q = {};
+    const rule = normalRule(alpha);
+    const step = (upper - lower) / 48; // numpy's linspace: k step + start, the last point the end itself
+    const coarse = Array.from({ length: 49 }, (_, k) => (k === 48 ? upper : k * step + lower));
+    const logv = coarse.map((tau) => {
+      innerNormal(alpha, rule, tau, q);
+      const v = Math.log(q.f) + log1pPower(q.S, Math.max(n - 2, 0));
+      return what === "gradient" ? v : Math.max(v, Math.log(q.chi) + log1pPower(q.S, n - 1));
+    });
+    const edges = fast ? adaptiveEdges(coarse, logv, 32, 8, 1) : adaptiveEdges(coarse, logv);
+    let sum = 0;
+    for (let k = 0; k + 1 < edges.length; k++) {
+      const half = 0.5 * (edges[k + 1] - edges[k]);
+      const mid = 0.5 * (edges[k] + edges[k + 1]);
+      for (let j = 0; j < 8; j++) {
+        innerNormal(alpha, rule, mid + half * GL_X[j], q);
+        sum +=
+          half *
+          GL_W[j] *
+          (what === "gradient"
+            ? q.f * q.f * Math.exp(log1pPower(q.S, n - 2))
+            : q.eta * Math.exp(log1pPower(q.S, n - 1)));
+      }
+    }
+    return what === "gradient" ? alpha * n * (n - 1) * sum : -n * sum;
+  }
+  // attnscale.recipes._expected_entropy for Gaussian scores, remembered for the last few hundred calls
+  const normalCache = new Map();
+  function normalEntropy(alpha, n, fast = false) {
+    const key = `${alpha} ${n} ${fast}`;
+    if (!normalCache.has(key)) {
+      if (normalCache.size > 256) normalCache.clear();
+      normalCache.set(key, normalExpectation(alpha, n, "entropy", fast));
+    }
+    return normalCache.get(key);
+  }
+
   // attnscale.gradient_limit(n, "cosine", d): n (n-1) int f(c)^2 F(c)^(n-2) dc, the density at 0 of the
   // gap between the two largest of n cosines; infinite at d = 2.  Above the median (theta < pi/2) in
   // log theta, from where P(theta' < theta) = 1e-40/n (as the package, from that exceedance); below it on
@@ -705,14 +857,24 @@
   // for Gaussian scores: both have unit variance and no skew; its relative
   // error is of order alpha^2).
   function solveCosineEntropy(target, n, d, guess) {
+    const entropy = (alpha, fast) => cosineEntropy(alpha, n, d, fast);
+    return solveByQuadrature(target, n, entropy, Math.log(COSINE_CAP / Math.sqrt(d)), guess);
+  }
+  // the same for Gaussian scores, up to the package's cap of 1e3 (attnscale.recipes._law)
+  const NORMAL_CAP = 1e3;
+  function solveNormalEntropy(target, n, guess) {
+    const entropy = (alpha, fast) => normalEntropy(alpha, n, fast);
+    return solveByQuadrature(target, n, entropy, Math.log(NORMAL_CAP), guess);
+  }
+  // entropy(alpha, fast): E[H] at n keys; top: the log of the largest scale the expectation takes
+  function solveByQuadrature(target, n, entropy, top, guess) {
     const logN = Math.log(n);
     const small = Math.sqrt((2 * (logN - target) * n) / (n - 1));
     if (small < 1e-3) return { alpha: small };
     const want = Math.log(target / (logN - target));
-    const top = Math.log(COSINE_CAP / Math.sqrt(d));
     const seen = []; // every (log alpha, logit gap) computed, for the slope
     const F = (x, fast = true) => {
-      const h = cosineEntropy(Math.exp(x), n, d, fast);
+      const h = entropy(Math.exp(x), fast);
       const f = h >= logN ? Infinity : Math.log(h / (logN - h)) - want;
       if (fast && Number.isFinite(f)) seen.push([x, f]);
       return f;
@@ -934,26 +1096,37 @@
       w.push(half * GL12_W[j] * Math.exp(x));
     }
   }
-  function cosineShares(length, nu) {
+  // The score law's part of it: law.logZero(alpha), the log of the key count x_0 beyond which the mean-field
+  // objective alpha (1 - e^(logZero) / n) is positive (alpha^2 for Gaussian scores, log R(alpha) for
+  // cosines), and law.best(n), the best objective at n keys.
+  const GAUSSIAN_SHARES = {
+    logZero: (alpha) => alpha * alpha,
+    best: (n) => {
+      const star = gaussianAlphaStar(n);
+      return cosineObjective(star, star * star, n); // attnscale.gaussian_objective: the same form
+    },
+  };
+  const cosineShareLaw = (nu) => ({ logZero: (alpha) => cosineRatio(nu, alpha).logRatio, best: (n) => bestObjective(n, nu) });
+  function causalShares(length, law) {
     const lastExact = Math.min(length, EXACT_POSITIONS);
     const topExact = [];
-    for (let n = 2; n <= lastExact; n++) topExact.push(bestObjective(n, nu));
+    for (let n = 2; n <= lastExact; n++) topExact.push(law.best(n));
     const hasTail = length > EXACT_POSITIONS;
     const tail = {};
     if (hasTail) {
       tail.end = STEP.map((f) => (length + 0.5) * f);
-      tail.topEnd = tail.end.map((x) => bestObjective(x, nu));
+      tail.topEnd = tail.end.map((x) => law.best(x));
       const [lo, hi] = [Math.log(EXACT_POSITIONS + 0.5), Math.log(length + 0.5)];
       const count = Math.max(1, Math.ceil((hi - lo) / PANEL_WIDTH));
       tail.edges = Array.from({ length: count + 1 }, (_, i) => (i === count ? hi : lo + (i * (hi - lo)) / count));
       [tail.u, tail.w] = [[], []];
       for (let i = 0; i < count; i++) panels12(tail.edges[i], tail.edges[i + 1], tail.u, tail.w);
-      tail.top = tail.u.map((u) => bestObjective(Math.exp(u), nu));
-      tail.topStart = STEP.map((f) => bestObjective((EXACT_POSITIONS + 0.5) * f, nu));
+      tail.top = tail.u.map((u) => law.best(Math.exp(u)));
+      tail.topStart = STEP.map((f) => law.best((EXACT_POSITIONS + 0.5) * f));
     }
     // the clipped sum at the scale alpha
     return function total(alpha) {
-      const logZero = cosineRatio(nu, alpha).logRatio; // log x_0: the objective is positive beyond x_0
+      const logZero = law.logZero(alpha); // log x_0: the objective is positive beyond x_0
       const rho = (n, top) => cosineObjective(alpha, logZero, n) / top;
       // positions below x_0 keep a negative share, clipped to 0: skip them (with a margin of rounding)
       const zero = Math.exp(Math.min(logZero, 710)) * (1 - 1e-9);
@@ -974,12 +1147,12 @@
         k = Math.min(Math.max(k, 0), tail.edges.length - 2);
         [u, w] = [[], []];
         panels12(start, tail.edges[k + 1], u, w);
-        top = u.map((x) => bestObjective(Math.exp(x), nu));
+        top = u.map((x) => law.best(Math.exp(x)));
         const keep = (k + 1) * 12;
         u = u.concat(tail.u.slice(keep));
         w = w.concat(tail.w.slice(keep));
         top = top.concat(tail.top.slice(keep));
-        topStart = startX.map((x) => bestObjective(x, nu));
+        topStart = startX.map((x) => law.best(x));
       }
       let integral = 0;
       for (let i = 0; i < u.length; i++) integral += w[i] * rho(Math.exp(u[i]), top[i]);
@@ -1058,25 +1231,35 @@
   // [alpha, n_ref, share], n_ref the key count whose own optimum alpha is (stationarity in closed form).
   // The last few settings are kept: the form recomputes on every keystroke in any field.
   const causalCache = new Map();
-  function causalCosine(n, d) {
-    const length = roundHalfEven(n);
-    const key = `${length} ${d}`;
+  function bestCausal(length, key, law, star, nEquivalent) {
     if (causalCache.has(key)) return causalCache.get(key);
-    const nu = d / 2 - 1;
-    const total = cosineShares(length, nu);
-    const [lo, hi] = [Math.log(cosineAlphaStar(2, nu)), Math.log(cosineAlphaStar(length, nu))];
+    const total = causalShares(length, law);
+    const [lo, hi] = [Math.log(star(2)), Math.log(star(length))];
     let out;
     if (hi - lo < 1e-12) out = [Math.exp(lo), 2, total(Math.exp(lo)) / (length - 1)];
     else {
       const [x, f] = fminbound((t) => -total(Math.exp(t)) / (length - 1), lo, hi, 1e-11);
       const alpha = Math.exp(x);
-      const { logRatio, gap } = cosineRatio(nu, alpha);
-      const nRef = Math.exp(logRatio + Math.log1p(2 * alpha * gap));
-      out = [alpha, Math.min(Math.max(nRef, 2), length), -f];
+      out = [alpha, Math.min(Math.max(nEquivalent(alpha), 2), length), -f];
     }
     if (causalCache.size >= 8) causalCache.delete(causalCache.keys().next().value);
     causalCache.set(key, out);
     return out;
+  }
+  function causalCosine(n, d) {
+    const length = roundHalfEven(n);
+    const nu = d / 2 - 1;
+    const nEquivalent = (alpha) => {
+      const { logRatio, gap } = cosineRatio(nu, alpha);
+      return Math.exp(logRatio + Math.log1p(2 * alpha * gap));
+    };
+    return bestCausal(length, `${length} ${d}`, cosineShareLaw(nu), (m) => cosineAlphaStar(m, nu), nEquivalent);
+  }
+  // the same for Gaussian scores: alpha* in closed form, n_ref = (1 + 2 alpha^2) e^(alpha^2)
+  function causalGaussian(n) {
+    const length = roundHalfEven(n);
+    const nEquivalent = (alpha) => Math.exp(alpha * alpha) * (1 + 2 * alpha * alpha);
+    return bestCausal(length, `${length} gaussian`, GAUSSIAN_SHARES, gaussianAlphaStar, nEquivalent);
   }
 
   // mayCompute: the package may still give a note instead of a number, so
@@ -1110,13 +1293,13 @@
         const [alpha, nRef, share] = causalCosine(s.n, s.d);
         unit = alpha / Math.sqrt(s.d);
         notes.push(causalNote(table, nRef, share, s.n));
-      } else unit = cosineUnitStar(s.n, s.d, table);
+      } else unit = cosineUnitStar(s.n, s.d);
       if (unit >= 30) notes.push(say(table, "cosine large", { d: s.d, ratio: unit }));
       return { unit, notes };
     }
     let alpha;
     if (s.causal) {
-      const [a, nRef, share] = causalGaussian(s.n, table);
+      const [a, nRef, share] = causalGaussian(s.n);
       alpha = a;
       notes.push(causalNote(table, nRef, share, s.n));
     } else {
@@ -1132,7 +1315,7 @@
   function sqrtRule(s, table) {
     if (s.scores !== "dot") return { notes: [say(table, "sqrt cosine")] };
     const meanField = s.a * s.a + 2 * Math.log(s.n / s.L);
-    // alpha_L solved from a measured entropy carries the table's error, a
+    // alpha_L solved from a measured entropy carries the quadrature's error, a
     // relative eps (ALPHA_ERROR); alpha_L^2 then carries 2 eps alpha_L^2.
     // That decides the row where the sign of alpha_L^2 + 2 ln(n/L) is in
     // doubt, and the freezing note near alpha_L^2 = 2 ln L; and the row's
@@ -1149,75 +1332,60 @@
   }
 
   // attnscale.calculator._exact_match: the package's two range checks, then
-  // its solver: for Gaussian scores on the build's entropy table (the scale
-  // within 1e-3 of the package's; the tests check it), for cosines on the
-  // exact expectation by quadrature (cosineExactMatch).
+  // its solver, on the exact expectation by quadrature (quadratureExactMatch).
   function exactMatch(s, table, name) {
     if (Math.max(s.n, s.L) > EXACT_MAX_KEYS) {
       return { notes: [say(table, "exact range", { name, top: EXACT_MAX_KEYS })] };
     }
     // attnscale.recipes._law: the factor from the unit score to the law's scale, and the law's cap
-    const [toLaw, cap] = s.scores === "dot" ? [1, 1e3] : [Math.sqrt(s.d), COSINE_CAP];
+    const [toLaw, cap] = s.scores === "dot" ? [1, NORMAL_CAP] : [Math.sqrt(s.d), COSINE_CAP];
     if (s.a * toLaw > cap) {
       return { notes: [say(table, "exact alpha", { name, alpha: s.a, top: cap / toLaw, law: lawOf(s) })] };
     }
-    if (s.scores !== "dot") return cosineExactMatch(s, table, name);
-    // a measured entropy is the target itself (the package solves for
-    // alpha_L and recomputes it, to 1e-12)
-    const target = s.headEntropy ?? expectedEntropy(s.a, s.L, table);
-    // computed from alpha_L, the target carries the table's error: at most
-    // about 6e-4 on the logit at L, which is the logit at n's error times
-    // magnify = (log L - target) log n / (log L |log n - target|).  Where
-    // that is large (L > n, the head's entropy at L just below log n) the
-    // error decides whether the row applies, or is magnified in the scale
-    // (magnify > 1 needs L > n: extrapolation is never sent away.)  The
-    // scale's error is about (magnify + 1) 6e-4 / |d logit / d log alpha|,
-    // with the slope 2 near a uniform row: below 1e-3 up to magnify 1.5
-    const [logN, logL] = [Math.log(s.n), Math.log(s.L)];
-    const magnify = ((logL - target) * logN) / (logL * Math.abs(logN - target));
-    if (s.headEntropy === null && magnify > 1.5) {
-      return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
-    }
-    if (target >= Math.log(s.n)) return { notes: [notApplies(table, target, s.n)] };
-    const alpha = solveEntropy(target, s.n, table);
-    return alpha === null ? { notes: [outOfReach(table, name, cap, target)] } : scaled(alpha);
+    return quadratureExactMatch(s, table, name, cap / toLaw);
   }
 
   // the package's note when no scale up to the cap (top, on the unit score) reaches the entropy
   const outOfReach = (table, name, top, target) => say(table, "exact reach", { name, top, target });
 
-  // The exact match for cosine scores: the head's entropy at L by
-  // quadrature (or the measured one), then the scale at n that has it.  The
-  // two routes agree to about 1e-8 on E[H] (the tests measure it; both are
-  // quadratures of the same integrals), so only a target within about that
-  // of a boundary is sent to the command line: log n (L > n and the head's
-  // entropy at L just below it, where the error in the target is magnified
-  // by `magnify`, as for Gaussian scores) and the entropy at the cap.
-  function cosineExactMatch(s, table, name) {
-    const target = s.headEntropy ?? cosineEntropy(s.a, s.L, s.d);
+  // The exact match: the head's entropy at L by quadrature (or the measured
+  // one: the package solves for alpha_L and recomputes it, to 1e-12), then
+  // the scale at n that has it.  The page's and the package's expectations
+  // agree to about 1e-8 on E[H] (the tests measure it; both are quadratures
+  // of the same integrals on the same panels), so only a target within about
+  // that of a boundary is sent to the command line: log n (L > n and the
+  // head's entropy at L just below it, where the error in the target is
+  // magnified by magnify = (log L - target) log n / (log L |log n - target|);
+  // magnify > 1 needs L > n, so extrapolation is never sent away) and the
+  // entropy at the cap.  top: the cap on the unit score.
+  function quadratureExactMatch(s, table, name, top) {
+    const cosine = s.scores !== "dot";
+    const target = s.headEntropy ?? (cosine ? cosineEntropy(s.a, s.L, s.d) : normalEntropy(s.a, s.L));
     const [logN, logL] = [Math.log(s.n), Math.log(s.L)];
     const magnify = ((logL - target) * logN) / (logL * Math.abs(logN - target));
-    if (s.headEntropy === null && magnify > COSINE_MAGNIFY) {
-      return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE_COSINE };
+    if (s.headEntropy === null && magnify > QUADRATURE_MAGNIFY) {
+      return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
     if (target >= logN) return { notes: [notApplies(table, target, s.n)] };
-    // the first guess: alpha_L times the ratio of the Gaussian scales with this entropy at n and at L
+    // the first guess, from the table's Gaussian entropy: the scale with this entropy at n (for cosines,
+    // alpha_L times the ratio of the Gaussian scales with this entropy at n and at L)
     const [atN, atL] = [gaussianGuess(target, s.n, table), gaussianGuess(target, s.L, table)];
-    const out = solveCosineEntropy(target, s.n, s.d, atN && atL ? (s.a * atN) / atL : atN);
-    if (out.close) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE_COSINE };
-    return out.none ? { notes: [outOfReach(table, name, COSINE_CAP / Math.sqrt(s.d), target)] } : scaled(out.alpha);
+    const out = cosine
+      ? solveCosineEntropy(target, s.n, s.d, atN && atL ? (s.a * atN) / atL : atN)
+      : solveNormalEntropy(target, s.n, atN);
+    if (out.close) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
+    return out.none ? { notes: [outOfReach(table, name, top, target)] } : scaled(out.alpha);
   }
   // Beyond this magnification the target's error (a few 1e-8 on the logit) could pass the tests' tolerance.
-  const COSINE_MAGNIFY = 100;
-  const TOO_CLOSE_COSINE =
+  const QUADRATURE_MAGNIFY = 100;
+  const TOO_CLOSE =
     "too close to where the row changes for the page's quadrature to hold 1e-3; the package may compute it";
-  // the Gaussian scale with the same entropy, from the table: where the cosine solver starts
+  // the Gaussian scale with the same entropy, from the table's spline (within 1e-3): where the solvers start
   const gaussianGuess = (target, n, table) => (target < Math.log(n) ? solveEntropy(target, n, table) : null);
   const notApplies = (table, target, n) => say(table, "exact none", { target, log_n: Math.log(n) });
 
-  // alpha_L from a measured entropy: the table's relative error bound (3.3e-4 measured, book/_ext/calculator_table.py)
-  const ALPHA_ERROR = 4e-4;
-  const TOO_CLOSE = "too close to where the row changes for the page's table to hold 1e-3; the package may compute it";
+  // alpha_L from a measured entropy: the quadrature's relative error bound (the tests' QUADRATURE)
+  const ALPHA_ERROR = 1e-6;
 
   // Each row's arithmetic, by the key of its rule in attnscale.calculator.RULES (whose order, names
   // and sources the page reads from table.words.rules): when it belongs to the setting, and the rule.
@@ -1286,7 +1454,8 @@
   }
 
   // alpha_L of a measured entropy at L (attnscale.head_scale_from_entropy),
-  // or the inline message the package's ValueError stands for.
+  // or the inline message the package's ValueError stands for; by quadrature for either law
+  // (quadratureExactMatch says how close it agrees).
   function headFromEntropy(s, table) {
     const label = "measured entropy H_L";
     const fail = (key, values) => inputError(table, "head_entropy", key, values);
@@ -1295,25 +1464,22 @@
       throw fail("entropy range", { log_l: Math.log(s.L), L: s.L, value: s.headEntropy });
     }
     const unreachable = (top) => fail("entropy reach", { value: s.headEntropy, top, target: s.headEntropy });
-    if (s.scores !== "dot") {
-      // by quadrature (cosineExactMatch says how close it agrees)
-      const out = solveCosineEntropy(s.headEntropy, s.L, s.d, gaussianGuess(s.headEntropy, s.L, table));
-      if (out.close) {
-        throw inputError(
-          table,
-          "head_entropy",
-          "page",
-          { text: `${label}: too close to the lowest entropy the exact expectation reaches for the page to tell ` +
-            `whether a scale has it; give alpha_L, or see the CLI: python -m attnscale scale --d ${s.d} ` +
-            `--n ${s.n} --cosine${s.causal ? " --causal" : ""} --train-length ${s.L} --head-entropy ${s.headEntropy}` },
-        );
-      }
-      if (out.none) throw unreachable(COSINE_CAP / Math.sqrt(s.d));
-      return out.alpha;
+    const cosine = s.scores !== "dot";
+    const guess = gaussianGuess(s.headEntropy, s.L, table);
+    const out = cosine ? solveCosineEntropy(s.headEntropy, s.L, s.d, guess) : solveNormalEntropy(s.headEntropy, s.L, guess);
+    if (out.close) {
+      const flags = `${cosine ? " --cosine" : ""}${s.causal ? " --causal" : ""}`;
+      throw inputError(
+        table,
+        "head_entropy",
+        "page",
+        { text: `${label}: too close to the lowest entropy the exact expectation reaches for the page to tell ` +
+          `whether a scale has it; give alpha_L, or see the CLI: python -m attnscale scale --d ${s.d} ` +
+          `--n ${s.n}${flags} --train-length ${s.L} --head-entropy ${s.headEntropy}` },
+      );
     }
-    const alpha = solveEntropy(s.headEntropy, s.L, table);
-    if (alpha === null) throw unreachable(table.entropy.cap);
-    return alpha;
+    if (out.none) throw unreachable(cosine ? COSINE_CAP / Math.sqrt(s.d) : NORMAL_CAP);
+    return out.alpha;
   }
 
   // attnscale.calculator._table_words: the title, the two lines saying what the numbers are, the columns and
@@ -1467,7 +1633,7 @@
   function plot(s, table) {
     const [W, H, left, right, bottom, lg] = [360, 200, 44, 16, 34, Math.log10]; // right: room for "1e15"
     const ns = Array.from({ length: 121 }, (_, k) => 2 * 5e14 ** (k / 120));
-    const curves = [ns.map(gaussianAlphaStar), ns.map((n) => cosineUnitStar(n, s.d, table))];
+    const curves = [ns.map(gaussianAlphaStar), ns.map((n) => cosineUnitStar(n, s.d))];
     const logs = curves.flat().map(lg);
     const y0 = Math.floor(Math.min(...logs));
     const y1 = Math.max(Math.ceil(Math.max(...logs)), y0 + 1);
@@ -1483,7 +1649,7 @@
     for (let e = 3; e <= 15; e += 3) svg += svgText(X(10 ** e), H - bottom + 16, `1e${e}`);
     const path = (ys) => "M" + ns.map((n, i) => `${X(n)},${Y(ys[i])}`).join("L");
     curves.forEach((ys, k) => (svg += `<path class="curve${k}" d="${path(ys)}"/>`));
-    const here = [gaussianAlphaStar(s.n), cosineUnitStar(s.n, s.d, table)];
+    const here = [gaussianAlphaStar(s.n), cosineUnitStar(s.n, s.d)];
     svg += `<line class="mark" x1="${X(s.n)}" x2="${X(s.n)}" y1="8" y2="${H - bottom}"/>`;
     here.forEach((v, k) => (svg += `<circle class="curve${k}" cx="${X(s.n)}" cy="${Y(v)}" r="3.5"/>`));
     svg += svgText((left + W) / 2, H - 4, "number of keys n");
@@ -1527,7 +1693,7 @@
       yield;
     }
     const marks = [];
-    for (const a of [cosineUnitStar(n, d, table), typical]) {
+    for (const a of [cosineUnitStar(n, d), typical]) {
       marks.push([a, a >= a0 && a <= a1 ? cosineExpectation(a * root, n, d, "gradient", true) / root : null]);
       yield;
     }
@@ -1863,10 +2029,16 @@
     causalGaussian,
     causalCosine,
     cosineUnitStar,
+    cosineAlphaStar,
     gradientLimit,
     expectedGradient,
     expectedEntropy,
     solveEntropy,
+    normalExpectation,
+    normalEntropy,
+    solveNormalEntropy,
+    normalTopScore,
+    erfc,
     cosineEntropy,
     cosineExpectation,
     cosineGradientLimit,

@@ -61,12 +61,13 @@ ROPE_FIRST = "with RoPE, first extend the rotary frequencies (an NTK-aware base,
 #: part of it against the sweeps' results.
 LENGTH_VERDICT = (
     "for a head that must find one key among $n$, multiply its trained logits past $L$ by a factor that "
-    "grows like $\\log n$, such as Qwen's $\\log n/\\log L$ applied at test; " + ROPE_FIRST + ", since no "
-    "scale undoes rotations the model never saw.  In the book's retrieval models without positions "
-    "the factor won back over half of the accuracy lost by $16L$; with RoPE the frequency "
-    "extension did most of the repair and the factor "
-    "added a little.  A model that uses little long context (the book's language model) gains little "
-    "from any rule.  Measure your own heads' best factor on held-out data"
+    "grows like $\\log n$, such as Qwen's $\\log n/\\log L$ applied at test; "
+    + ROPE_FIRST
+    + ", since no scale undoes rotations the model never saw.  In the book's retrieval models without "
+    "positions the factor won back over half of the accuracy lost by $16L$; with RoPE the frequency "
+    "extension did most of the repair and the factor added a little.  A model that uses little long "
+    "context (the book's language model) gains little from any rule.  Measure your own heads' best "
+    "factor on held-out data"
 )
 
 

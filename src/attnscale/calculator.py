@@ -225,7 +225,7 @@ TABLE = {
     "length": ", L = {L:g}",
     "first measured": (
         "factor: multiplies this head's trained logits, which already carry its alpha_L = {alpha:.4g} "
-        "(a length rule's name gives this factor); absolute: a rule that sets the scale itself, "
+        "(a formula in a length rule's name is this factor); absolute: a rule that sets the scale itself, "
         "not a length rule, so no factor on a trained head (read its x std)"
     ),
     "second measured": (
@@ -235,7 +235,7 @@ TABLE = {
     "first": "scale: multiplies {raw}",
     "second": (
         "x std: the same scale on the unit-variance score {unit} (1 is the standard scale; "
-        "a length rule's name gives its factor on alpha_L)"
+        "a formula in a length rule's name is its factor on alpha_L)"
     ),
     "column criterion": "criterion",
     "column factor": "factor",
@@ -681,7 +681,7 @@ RULES: tuple[_Rule, ...] = (
     _Rule("qwen", "Qwen log_L(n) (queries, n > L only)", "Bai et al. 2023", _qwen, _with_length),
     _Rule("yarn", "YaRN mscale(n/L)^2, with its RoPE", "Peng et al. 2023", _yarn, _with_length),
     _Rule("longrope", "LongRoPE 1+ln(n/L)/ln L, with its RoPE", "Ding et al. 2024", _longrope, _with_length),
-    _Rule("infoscale", "InfoScale", "Li et al. 2025", _infoscale, _with_length),
+    _Rule("infoscale", "InfoScale sqrt((1-n^-2/d)/(1-L^-2/d))", "Li et al. 2025", _infoscale, _with_length),
     _Rule("llama4", "Llama 4 (NoPE layers), f(n)", "Meta 2025", _llama4, _with_length),
     _Rule(
         "sqrt",
@@ -755,9 +755,8 @@ def _run(rule: _Rule, setting: _Setting):
     if not (np.isfinite(unit) and unit > 0 and np.isfinite(raw) and raw > 0):  # never a degenerate scale
         return None, (*outcome.notes, f"{name}: gives no usable scale here ({unit!r}); left out")
     factor = None
-    if (
-        setting.measured and not rule.absolute
-    ):  # a length rule's own factor, exactly, or its scale over alpha_L
+    # a length rule's own factor, exactly, or its scale over alpha_L; none for an absolute rule
+    if setting.measured and not rule.absolute:
         factor = outcome.factor if outcome.factor is not None else unit / setting.alpha_l
     return ScaleEntry(name, raw, unit, source, factor, key=rule.key, absolute=rule.absolute), outcome.notes
 
