@@ -142,3 +142,12 @@ def test_needle_runs_join_depths_in_order_and_feed_the_tables():
         rv.needle_runs(runs, depths=["1.0"])
     with pytest.raises(ValueError, match="not a needle run"):
         rv.needle_runs(_runs(np.zeros((2, 2, 3))))
+
+
+def test_window_difference_is_a_t_interval_over_one_seeds_windows():
+    rng = np.random.default_rng(3)
+    a, b = rng.random((1, 2, 12)), rng.random((1, 2, 12))
+    got = rv.window_difference(_runs(a)[0], "trained:plain", _runs(b)[0], "trained:plain", 128)
+    assert got == pytest.approx(at.seed_interval(a[0, 1] - b[0, 1]))
+    with pytest.raises(ValueError, match="different windows"):
+        rv.window_difference(_runs(a)[0], "trained:plain", _runs(b[:, :, :5])[0], "trained:plain", 128)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from .intervals import crossed_interval
+from .intervals import crossed_interval, seed_interval
 
 __all__ = [
     "LENGTH_LAWS",
@@ -31,6 +31,7 @@ __all__ = [
     "paired_table",
     "pool_results",
     "select_runs",
+    "window_difference",
 ]
 
 # Settings that may differ between results files of one experiment: which
@@ -194,6 +195,37 @@ def needle_runs(runs, depths=None):
                 }
         out.append({**run, "eval": evaluations})
     return out
+
+
+def window_difference(run_a, arm_a, run_b, arm_b, length, field="acc_by_window", level=0.95):
+    """One seed's ``a - b`` on the same test windows: mean and Student-t half-width over windows.
+
+    The second seed-level check of a conclusion: a difference that the
+    two-way interval (:func:`paired_table`) resolves over seeds should also
+    hold on each seed alone, with only the windows random.
+
+    Parameters
+    ----------
+    run_a, run_b : dict
+        Two runs scored on the same windows (the same seed of two arms, or
+        one run under two evaluations).
+    arm_a, arm_b : str
+        Their evaluations, e.g. ``"trained:plain"``.
+    length : int
+    field : str, optional
+    level : float, optional
+
+    Returns
+    -------
+    mean, half : float
+    """
+    a, b = (
+        np.asarray(r["eval"][arm][str(int(length))][field], dtype=float)
+        for r, arm in ((run_a, arm_a), (run_b, arm_b))
+    )
+    if a.shape != b.shape:
+        raise ValueError(f"the two runs were scored on different windows at {length}")
+    return seed_interval(a - b, level=level)
 
 
 def oracle_factor(factors, losses):
