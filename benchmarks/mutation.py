@@ -938,8 +938,10 @@ CLAIM_MUTANTS = [
     ),
     (
         "language-model",
-        "            [gap_table(\"nope\", a, last), gap_table(\"nope\", a, 1)],\n            [1.0, -1.0],\n            tuple(",
-        "            [gap_table(\"nope\", a, last), gap_table(\"nope\", a, 1)],\n            [1.0, 1.0],\n            tuple(",
+        '            [gap_table("nope", a, last), gap_table("nope", a, 1)],\n'
+        "            [1.0, -1.0],\n            tuple(",
+        '            [gap_table("nope", a, last), gap_table("nope", a, 1)],\n'
+        "            [1.0, 1.0],\n            tuple(",
         "the growth of a gap from 2L to 16L is the sum of the two gaps",
     ),
 ]

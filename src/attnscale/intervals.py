@@ -409,7 +409,10 @@ def crossed_contrast(tables, weights, level=0.95):
         residual = t - by_seed[:, None] - by_example[None, :] + grand
         m_error = np.sum(residual**2) / ((seeds - 1) * (examples - 1))
         scale = c**2 / (seeds * examples)
-        terms += [(scale * m_example, examples - 1, 1.0), (scale * m_error, (seeds - 1) * (examples - 1), -1.0)]
+        terms += [
+            (scale * m_example, examples - 1, 1.0),
+            (scale * m_error, (seeds - 1) * (examples - 1), -1.0),
+        ]
     estimate = sum(sign * v for v, _, sign in terms)
     combined = max(estimate, max(v for v, _, sign in terms if sign > 0))
     mean = float(per_seed.mean())
