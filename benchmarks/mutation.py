@@ -930,6 +930,20 @@ CLAIM_MUTANTS = [
         'norm_loss["relu²/N, N fixed"], norm_loss["softmax"]',
         "relu^2/N with N fixed beats softmax",
     ),
+    (
+        "language-model",
+        "    at.crossed_interval(t[0]) if len(t) == 1 else at.crossed_contrast(t, w)",
+        "    at.seed_interval(t[0].mean(axis=1)) if len(t) == 1 else at.crossed_contrast(t, w)",
+        "the interval over seeds is the two-way one (the text's sampling left out)",
+    ),
+    (
+        "language-model",
+        '            [gap_table("nope", a, last), gap_table("nope", a, 1)],\n'
+        "            [1.0, -1.0],\n            tuple(",
+        '            [gap_table("nope", a, last), gap_table("nope", a, 1)],\n'
+        "            [1.0, 1.0],\n            tuple(",
+        "the growth of a gap from 2L to 16L is the sum of the two gaps",
+    ),
 ]
 
 COPY = [

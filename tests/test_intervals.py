@@ -143,6 +143,109 @@ def test_crossed_interval_bad_input(values, level, error):
         at.crossed_interval(values, level)
 
 
+def _mean_squares(table):
+    """The two-way ANOVA mean squares (seeds, examples, error), written out here."""
+    seeds, examples = table.shape
+    by_seed, by_example, grand = table.mean(axis=1), table.mean(axis=0), table.mean()
+    residual = table - by_seed[:, None] - by_example[None, :] + grand
+    return (
+        examples * np.sum((by_seed - grand) ** 2) / (seeds - 1),
+        seeds * np.sum((by_example - grand) ** 2) / (examples - 1),
+        np.sum(residual**2) / ((seeds - 1) * (examples - 1)),
+    )
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (5, 32), (3, 7), (5, 200)])
+def test_crossed_components_equal_the_mean_squares_route(shape):
+    """Squared differences of cells give the components the mean squares give, to rounding."""
+    rng = np.random.default_rng(sum(shape))
+    seeds, examples = shape
+    table = rng.normal(0, 0.4, (seeds, 1)) + rng.normal(0, 1.0, (1, examples)) + rng.normal(0, 0.6, shape)
+    m_seed, m_example, m_error = _mean_squares(table)
+    expected = [(m_seed - m_error) / examples, (m_example - m_error) / seeds, m_error]
+    np.testing.assert_allclose(at.crossed_components(table), expected, rtol=1e-10, atol=1e-14)
+    # the wrong claim: each component as the plain variance of its margin (the error left in)
+    plain = [table.mean(axis=1).var(ddof=1), table.mean(axis=0).var(ddof=1), table.var(ddof=1)]
+    assert not np.allclose(at.crossed_components(table), plain, rtol=1e-3)
+
+
+def test_crossed_components_are_unbiased():
+    """Averaged over simulated tables, each estimate is near its component (and can go negative)."""
+    rng = np.random.default_rng(11)
+    truth = np.array([0.25, 1.0, 0.49])
+    estimates = np.array(
+        [
+            at.crossed_components(
+                rng.normal(0, 0.5, (4, 1)) + rng.normal(0, 1.0, (1, 12)) + rng.normal(0, 0.7, (4, 12))
+            )
+            for _ in range(4000)
+        ]
+    )
+    mean, spread = estimates.mean(axis=0), estimates.std(axis=0) / np.sqrt(len(estimates))
+    assert np.all(np.abs(mean - truth) < 4 * spread), (mean, spread)
+    assert estimates[:, 0].min() < 0  # a chance low of the seed component
+
+
+def test_crossed_contrast_of_one_table_is_crossed_interval():
+    rng = np.random.default_rng(5)
+    for shape in [(2, 2), (5, 32), (5, 512)]:
+        table = rng.normal(0, 0.3, (shape[0], 1)) + rng.normal(size=shape)
+        one = at.crossed_contrast([table], [1.0])
+        np.testing.assert_allclose(one, at.crossed_interval(table), rtol=1e-12)
+        mean, half = at.crossed_contrast([table], [-2.0])
+        expected = (-2 * table.mean(), 2 * at.crossed_interval(table)[1])
+        np.testing.assert_allclose((mean, half), expected, rtol=1e-12)
+
+
+def test_crossed_contrast_covers_a_growth_at_its_level():
+    """Two tables sharing correlated seed effects, examples drawn afresh: the 95% interval of the
+    difference of their means covers the true difference about 95% of the time.  The wrong claims:
+    the seeds alone (examples held fixed), and two independent crossed intervals combined in
+    quadrature (the seeds' correlation ignored)."""
+    rng = np.random.default_rng(17)
+    seeds, trials = 5, 2000
+    covered = seed_only = independent = 0
+    for _ in range(trials):
+        a = rng.normal(0, 0.5, (seeds, 1))
+        short = a + rng.normal(0, 1.0, (1, 256)) + rng.normal(0, 0.7, (seeds, 256))
+        long = 0.9 * a + rng.normal(0, 0.3, (seeds, 1))
+        long = long + rng.normal(0, 1.5, (1, 32)) + rng.normal(0, 0.7, (seeds, 32))
+        mean, half = at.crossed_contrast([long, short], [1.0, -1.0])
+        covered += abs(mean) <= half
+        m, h = at.seed_interval(long.mean(axis=1) - short.mean(axis=1))
+        seed_only += abs(m) <= h
+        h_long, h_short = at.crossed_interval(long)[1], at.crossed_interval(short)[1]
+        independent += abs(mean) <= np.hypot(h_long, h_short)
+    assert 0.93 <= covered / trials <= 0.975, covered / trials
+    assert seed_only / trials < 0.85
+    assert independent / trials > 0.98  # far too wide: the shared seed effect cancels in the difference
+
+
+@pytest.mark.parametrize(
+    ("tables", "weights", "error"),
+    [
+        ([], [], TypeError),
+        (np.zeros((2, 3)), [1.0], TypeError),
+        ([np.zeros((2, 3))], [0.0], ValueError),
+        ([np.zeros((2, 3))], [1.0, 1.0], ValueError),
+        ([np.zeros((2, 3)), np.zeros((3, 3))], [1.0, -1.0], ValueError),
+        ([np.zeros((1, 3))], [1.0], ValueError),
+        ([[[1.0, np.nan], [1.0, 2.0]]], [1.0], ValueError),
+    ],
+)
+def test_crossed_contrast_bad_input(tables, weights, error):
+    with pytest.raises(error):
+        at.crossed_contrast(tables, weights)
+
+
+@pytest.mark.parametrize(
+    ("values", "error"), [([1.0, 2.0], ValueError), ([[1.0, 2.0]], ValueError), ("x", TypeError)]
+)
+def test_crossed_components_bad_input(values, error):
+    with pytest.raises(error):
+        at.crossed_components(values)
+
+
 # -- the median's interval from order statistics ---------------------------------------
 
 

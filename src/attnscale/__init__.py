@@ -45,7 +45,15 @@ from .initialization import (
     uniform_bound,
     xavier_std,
 )
-from .intervals import crossed_interval, median_interval, paired_difference, seed_interval, welch_tolerance
+from .intervals import (
+    crossed_components,
+    crossed_contrast,
+    crossed_interval,
+    median_interval,
+    paired_difference,
+    seed_interval,
+    welch_tolerance,
+)
 from .montecarlo import (
     TypicalRowScales,
     conditional_mean_log_scale,
@@ -117,6 +125,8 @@ __all__ = [
     "cosine_law",
     "cosine_log_mgf",
     "cosine_objective",
+    "crossed_components",
+    "crossed_contrast",
     "crossed_interval",
     "entropy_invariant_scale",
     "entropy_matching_scale",

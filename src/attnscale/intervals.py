@@ -9,7 +9,10 @@ differ only in their seed, the mean :math:`\bar x` has the interval
 level.  For two arms paired by seed (same initial weights, same batches),
 the interval of the difference is that of the per-seed differences.  When
 every seed is scored on the same test examples, the examples are a second
-random factor, crossed with the seeds (:func:`crossed_interval`).  Two
+random factor, crossed with the seeds (:func:`crossed_interval`; for a
+contrast of tables that share seeds but not examples,
+:func:`crossed_contrast`; the variance components by a second route,
+:func:`crossed_components`).  Two
 independent estimates, each given as a mean and its interval over its own
 batches, agree when their difference passes Welch's two-sided t test
 (:func:`welch_tolerance`).  The median of many sampled values (rows of
@@ -27,7 +30,15 @@ from scipy.special import stdtrit
 
 from . import _validate
 
-__all__ = ["crossed_interval", "median_interval", "paired_difference", "seed_interval", "welch_tolerance"]
+__all__ = [
+    "crossed_components",
+    "crossed_contrast",
+    "crossed_interval",
+    "median_interval",
+    "paired_difference",
+    "seed_interval",
+    "welch_tolerance",
+]
 
 
 def seed_interval(values, axis=0, level=0.95):
@@ -231,6 +242,184 @@ def crossed_interval(values, level=0.95):
     )
     half = stdtrit(dof, 0.5 + level / 2) * np.sqrt(combined / (seeds * examples))
     return float(grand), float(half)
+
+
+def _table(values, name="values"):
+    values = _validate.real_array(values, name)
+    if values.ndim != 2 or min(values.shape) < 2:
+        raise ValueError(f"{name} must be a (seeds, examples) table with both >= 2, got shape {values.shape}")
+    return values
+
+
+def _level(level):
+    level = float(_validate.real_array(level, "level"))
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level:g}")
+    return level
+
+
+def crossed_components(values):
+    r"""Variance components of a seeds-by-examples table, from squared differences of its cells.
+
+    A second route to the model of :func:`crossed_interval`,
+    :math:`x_{sw} = \mu + a_s + b_w + e_{sw}`, that does not form the mean
+    squares: half the mean squared difference of two cells is
+
+    .. math::
+
+       A &= \tfrac12\,\overline{(x_{sw} - x_{s'w})^2}_{s \ne s'} = \sigma_a^2 + \sigma_e^2
+       \quad\text{(same example)},\\
+       B &= \tfrac12\,\overline{(x_{sw} - x_{sw'})^2}_{w \ne w'} = \sigma_b^2 + \sigma_e^2
+       \quad\text{(same seed)},\\
+       C &= \tfrac12\,\overline{(x_{sw} - x_{s'w'})^2}_{s \ne s',\, w \ne w'}
+       = \sigma_a^2 + \sigma_b^2 + \sigma_e^2 ,
+
+    in expectation, so :math:`\hat\sigma_a^2 = C - B`,
+    :math:`\hat\sigma_b^2 = C - A`, :math:`\hat\sigma_e^2 = A + B - C`
+    (unbiased, the method of symmetric sums of Koch, *Technometrics* 9,
+    93--118, 1967, in its squared-difference form).  The averages are taken
+    over the pairs of cells as they are, :math:`O(S^2 W^2)` work; in a
+    complete table they equal the estimates from the mean squares,
+    :math:`\sigma_a^2 = (M_S - M_E)/W`, :math:`\sigma_b^2 = (M_W - M_E)/S`,
+    :math:`\sigma_e^2 = M_E`, to rounding, which is what makes them a check
+    on :func:`crossed_interval`'s arithmetic.  Estimates may be negative
+    (a chance low of a small component).
+
+    Parameters
+    ----------
+    values : array_like
+        Shape ``(S, W)``, finite, ``S >= 2`` seeds and ``W >= 2`` examples;
+        ``S**2 * W**2`` should fit in memory a seed pair at a time
+        (``W**2`` floats).
+
+    Returns
+    -------
+    seed, example, error : float
+        :math:`\hat\sigma_a^2`, :math:`\hat\sigma_b^2`, :math:`\hat\sigma_e^2`.
+
+    See Also
+    --------
+    crossed_interval : the interval of the table's mean, from the mean squares.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import crossed_components
+    >>> table = np.add.outer([0.0, 1.0], [0.0, 2.0, 4.0])  # seed and example effects, no interaction
+    >>> [round(c, 12) for c in crossed_components(table)]
+    [0.5, 4.0, 0.0]
+    """
+    values = _table(values)
+    seeds, examples = values.shape
+    same_example = same_seed = neither = 0.0
+    off = ~np.eye(examples, dtype=bool)
+    for s in range(seeds):
+        for t in range(seeds):
+            half_sq = 0.5 * (values[s][:, None] - values[t][None, :]) ** 2
+            if s == t:
+                same_seed += half_sq[off].sum()
+            else:
+                same_example += np.trace(half_sq)
+                neither += half_sq[off].sum()
+    a = same_example / (seeds * (seeds - 1) * examples)
+    b = same_seed / (seeds * examples * (examples - 1))
+    c = neither / (seeds * (seeds - 1) * examples * (examples - 1))
+    return float(c - b), float(c - a), float(a + b - c)
+
+
+def crossed_contrast(tables, weights, level=0.95):
+    r"""Interval of :math:`\sum_k c_k \bar x_k` over tables that share their seeds but not their examples.
+
+    Table :math:`k` holds :math:`x^{(k)}_{sw}`, seed :math:`s = 1..S` (the
+    same seeds in every table, in the same order) and example
+    :math:`w = 1..W_k`, drawn afresh for each table (the test windows of two
+    evaluation lengths, say).  Each table follows the model of
+    :func:`crossed_interval`, the seed effects of different tables may be
+    correlated (the same trained models), the example effects are
+    independent.  With :math:`g_s = \sum_k c_k \bar x^{(k)}_{s\cdot}`, the
+    contrast per seed, and the mean squares :math:`M_{W,k}`,
+    :math:`M_{E,k}` of each table,
+
+    .. math::
+
+       \widehat{\operatorname{Var}} = \frac{s_g^2}{S}
+       + \sum_k c_k^2\,\frac{M_{W,k} - M_{E,k}}{S W_k},
+
+    unbiased, since :math:`s_g^2` estimates the variance of the seed part
+    plus :math:`\sum_k c_k^2 \sigma_{e,k}^2 / W_k` and
+    :math:`(M_{W,k} - M_{E,k})/S` estimates :math:`\sigma_{b,k}^2`.  The
+    degrees of freedom are Satterthwaite's (*Biometrics Bulletin* 2,
+    110--114, 1946), :math:`S - 1` for :math:`s_g^2`, :math:`W_k - 1` and
+    :math:`(S-1)(W_k-1)` for the mean squares; an estimate below the
+    largest of its positive terms is raised to it, as in
+    :func:`crossed_interval`, which is the case of one table with weight 1.
+
+    Parameters
+    ----------
+    tables : sequence of array_like
+        Each of shape ``(S, W_k)``, finite, the same ``S >= 2``, ``W_k >= 2``.
+    weights : sequence of float
+        One finite weight per table, not all zero.
+    level : float, optional
+        Confidence level in :math:`(0, 1)`.
+
+    Returns
+    -------
+    mean, half : float
+        The interval is ``mean ± half``.
+
+    See Also
+    --------
+    crossed_interval : one table.
+
+    Examples
+    --------
+    A growth from one length to another, per seed, with windows drawn
+    afresh at each length:
+
+    >>> import numpy as np
+    >>> from attnscale import crossed_contrast, crossed_interval
+    >>> rng = np.random.default_rng(0)
+    >>> short, long = rng.normal(size=(5, 40)), rng.normal(1.0, 1.0, (5, 8))
+    >>> mean, half = crossed_contrast([long, short], [1.0, -1.0])
+    >>> round(mean, 3) == round(float(long.mean() - short.mean()), 3)
+    True
+    >>> np.allclose(crossed_contrast([short], [1.0]), crossed_interval(short))
+    True
+    """
+    if isinstance(tables, np.ndarray) or not isinstance(tables, (list, tuple)) or not tables:
+        raise TypeError("tables must be a non-empty list or tuple of (seeds, examples) tables")
+    tables = [_table(t, f"tables[{k}]") for k, t in enumerate(tables)]
+    weights = _validate.real_array(weights, "weights")
+    if weights.shape != (len(tables),):
+        raise ValueError(f"weights must give one weight per table ({len(tables)}), got shape {weights.shape}")
+    if not np.any(weights):
+        raise ValueError("weights are all zero: no contrast")
+    seeds = tables[0].shape[0]
+    if any(t.shape[0] != seeds for t in tables):
+        raise ValueError(f"tables must share their seeds (rows), got {[t.shape[0] for t in tables]}")
+    level = _level(level)
+    per_seed = sum(c * t.mean(axis=1) for c, t in zip(weights, tables, strict=True))
+    # (variance term, its degrees of freedom, its sign in the estimate)
+    terms = [(per_seed.var(ddof=1) / seeds, seeds - 1, 1.0)]
+    for c, t in zip(weights, tables, strict=True):
+        examples = t.shape[1]
+        by_seed, by_example, grand = t.mean(axis=1), t.mean(axis=0), t.mean()
+        m_example = seeds * np.sum((by_example - grand) ** 2) / (examples - 1)
+        residual = t - by_seed[:, None] - by_example[None, :] + grand
+        m_error = np.sum(residual**2) / ((seeds - 1) * (examples - 1))
+        scale = c**2 / (seeds * examples)
+        terms += [
+            (scale * m_example, examples - 1, 1.0),
+            (scale * m_error, (seeds - 1) * (examples - 1), -1.0),
+        ]
+    estimate = sum(sign * v for v, _, sign in terms)
+    combined = max(estimate, max(v for v, _, sign in terms if sign > 0))
+    mean = float(per_seed.mean())
+    if combined == 0.0:
+        return mean, 0.0
+    dof = combined**2 / sum(v**2 / k for v, k, _ in terms)
+    return mean, float(stdtrit(dof, 0.5 + level / 2) * np.sqrt(combined))
 
 
 def median_interval(values, level=0.95):
