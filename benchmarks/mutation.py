@@ -944,6 +944,57 @@ CLAIM_MUTANTS = [
         "            [1.0, 1.0],\n            tuple(",
         "the growth of a gap from 2L to 16L is the sum of the two gaps",
     ),
+    # --- retrieval (its numbers are read from book/data; the replay trains live)
+    (
+        "retrieval",
+        'nope_o, rope_o = curves["NoPE", "O"], curves["RoPE", "O"]',
+        'nope_o, rope_o = curves["RoPE", "O"], curves["NoPE", "O"]',
+        "with plain RoPE, O holds recall as well as without positions",
+    ),
+    (
+        "retrieval",
+        '    O_RUNS["rope"], "trained:ntk", O_RUNS["rope"], "trained:plain", beyond',
+        '    O_RUNS["rope"], "trained:plain", O_RUNS["rope"], "trained:ntk", beyond',
+        "the NTK-aware base lowers O's recall past L",
+    ),
+    (
+        "retrieval",
+        "share = {s: qwen[s][0][k16] / lost[s] for s in SETTINGS}",
+        "share = {s: qwen[s][0][k16] / (2 * lost[s]) for s in SETTINGS}",
+        "Qwen's factor wins back under half of what O lost by 16L",
+    ),
+    # --- bidirectional (its numbers are read from book/data; the replay trains live)
+    (
+        "bidirectional",
+        '    RELU2, "fixed_N:plain", RELU2, "sample_N:plain", lengths',
+        '    RELU2, "sample_N:plain", RELU2, "fixed_N:plain", lengths',
+        "relu^2/N transfers better with N = n than with N fixed at L",
+    ),
+    (
+        "bidirectional",
+        '    recall_e, "trained:plain", recall_o, "trained:plain", [16 * L]',
+        '    recall_o, "trained:plain", recall_e, "trained:plain", [16 * L]',
+        "E loses causal recall to O at 16L (the masked-text yardstick's sign)",
+    ),
+    # --- needle (its numbers are read from book/data)
+    (
+        "needle",
+        'RULES = {"O": "standard", "E": "logn512", "SSMax": "ssmax"}',
+        'RULES = {"O": "logn512", "E": "standard", "SSMax": "ssmax"}',
+        "the standard scale holds the needle better than log_512 n trained in",
+    ),
+    (
+        "needle",
+        '        o_again, f"qwen_logn:{variant}", arms["E"], f"trained:{variant}",',
+        '        o_again, f"qwen_logn:{variant}", arms["O"], f"trained:{variant}",',
+        "Qwen's factor at test gains nothing over O (what E gains is not matched)",
+    ),
+    (
+        "needle",
+        '    arms["O"], "trained:ntk", arms["O"], "trained:plain", beyond',
+        '    arms["E"], "trained:ntk", arms["O"], "trained:plain", beyond',
+        "the NTK-aware base repairs as much as the log n factor on top of it",
+    ),
 ]
 
 COPY = [
