@@ -361,12 +361,12 @@ def crossed_contrast(tables, weights, level=0.95):
     weights : sequence of float
         One finite weight per table, not all zero.
     level : float, optional
-        Confidence level in :math:`(0, 1)`.
+        As in :func:`crossed_interval`.
 
     Returns
     -------
     mean, half : float
-        The interval is ``mean ± half``.
+        As in :func:`crossed_interval`.
 
     See Also
     --------
