@@ -546,7 +546,7 @@ def test_the_marked_length_row_says_to_extend_rope_first():
     assert advice.ROPE_FIRST in at.answers()["length"].recommendation
     for measure in (dict(), dict(head_scale=2.0)):
         rec = at.recommend_scale(128, 32768, train_length=4096, **measure)
-        assert rec.how.startswith(advice.ROPE_FIRST + ", then multiply the head's trained logits")
+        assert rec.how.startswith(advice.ROPE_FIRST + ", then multiply a retrieval head's trained logits")
         assert f"by this row's factor, {math.log(32768) / math.log(4096):.4g} here" in rec.how
         text = " ".join(str(rec).split())
         marked = text.index("Qwen log_L(n)")

@@ -64,11 +64,12 @@ LENGTH_VERDICT = (
     "grows like $\\log n$, such as Qwen's $\\log n/\\log L$ applied at test; "
     + ROPE_FIRST
     + ", since no scale undoes rotations the model never saw.  In the book's recall models without "
-    "positions the factor won back over half of the accuracy lost by $16L$, and with RoPE the frequency "
-    "extension did most of that repair; on a needle planted in text the factor added more than the "
-    "extension did, and matched a $\\log n$ factor trained in.  A model that uses little long "
-    "context (the book's language model) gains little from any rule.  Measure your own heads' best "
-    "factor on held-out data"
+    "positions the factor won back over half of the accuracy lost by $16L$; with RoPE the frequency "
+    "extension was the larger repair up to $8L$, and on a needle planted in text, at $16L$, where the "
+    "extension alone held little, the factor added more and matched a $\\log n$ factor trained in.  "
+    "Apply it to retrieval heads: the book's language model, which uses little long context, gained "
+    "little from any rule with RoPE and lost by every rule applied at test without positions.  "
+    "Measure your own heads' best factor on held-out data"
 )
 
 
@@ -91,7 +92,7 @@ CALCULATOR_ROWS = {
 #: entry needs no words beyond its row).
 CALCULATOR_HOW = {
     "length": (
-        ROPE_FIRST + ", then multiply the head's trained logits past L by this row's factor, "
+        ROPE_FIRST + ", then multiply a retrieval head's trained logits past L by this row's factor, "
         "{factor:.4g} here, at test; without positions, the factor alone"
     ),
 }
@@ -258,7 +259,7 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             LENGTH_VERDICT,
             "resolved over five seeds on two retrieval tasks (recall, a needle in text) in small models, "
             "$2L$ to $16L$; one model size, and a language model that barely uses its context gained "
-            "little from any rule",
+            "little from any rule (and lost without positions)",
             "{ref}`retrieval <ch-retrieval>`; {ref}`needle <ch-needle>`; {ref}`which law <ch-which-law>`; "
             "{ref}`language model <ch-language-model>`; {ref}`recipes <ch-recipes>`",
             ("retrieval", "needle", "language-model", "recipes"),
