@@ -37,6 +37,9 @@ Parts, every arm paired by seed (the same initial weights, the same batches):
 ``needle``
     A ``key = value`` line planted in the SymPy text and asked at the end;
     O, E and Scalable-Softmax with RoPE; exact match by depth and length.
+    O is also tested under the rules applied only at evaluation (Qwen's
+    log_L n, the sqrt rule, the calculator), as for recall; the oracle
+    factor is not searched for the needle.
 
 Workers are separate processes with one XLA thread each.
 """
@@ -347,8 +350,17 @@ def run_recall(job, model, record):
 def run_text(job, model, record):
     """Masked-token accuracy (MLM) or the needle's exact match, by length (and depth)."""
     from attnscale import lm
+    from attnscale.length_rules import rule_factors
 
     quick = _STATE["quick"]
+    rules = {}
+    if job["task"] == "needle" and model.config.scale_rule == "standard":
+        # the rules applied at test to O, from its heads at L (as for recall)
+        entropy_l, spread_l = _calibration(model, "needle")
+        rules, _ = rule_factors(
+            model.config.head_dim, entropy_l, spread_l, TRAIN_LENGTH, max(LENGTHS), 4 if quick else 24
+        )
+        record["at_L"] = {"entropy": rounded(entropy_l), "score_std": rounded(spread_l)}
     evaluations = {}
     for length in LENGTHS:
         if quick and length > 256:
@@ -365,18 +377,22 @@ def run_text(job, model, record):
                     "loss_by_window": rounded(e["loss"].mean(axis=1), 5),
                 }
                 continue
-            by_depth = {}
-            for depth in NEEDLE_DEPTHS:
-                batch = make_batch(
-                    "needle",
-                    length,
-                    NEEDLE_WINDOWS if not quick else 2,
-                    TEST_SEED + length + int(100 * depth),
-                    "test",
-                    depth=depth,
-                )
-                by_depth[str(depth)] = _stats(lm.evaluate_task(model, batch, config=vconfig))
-            evaluations.setdefault(f"trained:{variant}", {})[str(length)] = by_depth
+            arms = {"trained": None}
+            if rules and length > TRAIN_LENGTH:
+                arms |= {name: rule(length) for name, rule in rules.items()}
+            for arm, factor in arms.items():
+                by_depth = {}
+                for depth in NEEDLE_DEPTHS:
+                    batch = make_batch(
+                        "needle",
+                        length,
+                        NEEDLE_WINDOWS if not quick else 2,
+                        TEST_SEED + length + int(100 * depth),
+                        "test",
+                        depth=depth,
+                    )
+                    by_depth[str(depth)] = _stats(lm.evaluate_task(model, batch, factor, config=vconfig))
+                evaluations.setdefault(f"{arm}:{variant}", {})[str(length)] = by_depth
     record["eval"] = evaluations
 
 

@@ -8,9 +8,17 @@ that both cores stay busy:
 * the reruns of every chapter as a reader reruns them (``tests/test_rerun.py``);
 * the PDF build, as soon as the HTML build has finished (``tests/test_pdf.py``).
 
-Meanwhile the tests that need none of it run first: the package's unit and
-property tests, then the fault-injection builds of ``tests/test_book.py``;
-the tests that read the built book come last.
+Meanwhile the tests that need none of it run first, on two workers
+(pytest-xdist, ``-n 2`` in ``pyproject.toml``): the package's unit and
+property tests, the fault-injection builds of ``tests/test_book.py`` and the
+calculator page's tests; the tests that read the built book come last.
+
+The background work is started once per session, by the process that
+schedules the tests (xdist's controller, or the one pytest process with
+``-n 0``), and reports through files in one folder that every worker
+reads: ``book.json`` when the HTML build has ended, ``pdf.json`` when the
+PDF build has, and in ``reruns/`` one executed notebook (or ``.error``) per
+chapter and ``exit`` when the reruns have ended.
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,64 +41,175 @@ import pytest
 from bookbuild import CHROMIUM_ARGS, build_pdf, copy_book, missing_pdf_tools, notebook_chapters, start_build
 
 RERUN_SCRIPT = Path(__file__).with_name("rerun_chapters.py")
-BACKGROUND = pytest.StashKey[dict]()
+#: The background processes this process started (only the scheduling process starts any).
+STARTED = pytest.StashKey[list]()
+#: The folder the background work reports in (the same for the controller and every worker).
+FOLDER = pytest.StashKey[Path]()
+#: The test files that read each piece of background work (by the fixtures they name).
+WANTS = {
+    "book": re.compile(r"\b(built_book|served_book|background_pdf)\b"),
+    "reruns": re.compile(r"\brerun_notebook\b"),
+}
 
 
 def _needs(item, fixture: str) -> bool:
     return fixture in getattr(item, "fixturenames", ())
 
 
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _is_controller(config) -> bool:
+    """xdist's scheduling process (it runs no test itself)."""
+    return not _is_worker(config) and getattr(config.option, "numprocesses", None) not in (None, 0)
+
+
+def _folder(config) -> Path:
+    """The background work's folder: the controller's, passed to every worker."""
+    if _is_worker(config):
+        return Path(config.workerinput["attnscale_background"])
+    if FOLDER not in config.stash:
+        config.stash[FOLDER] = Path(config._tmp_path_factory.mktemp("background"))
+    return config.stash[FOLDER]
+
+
+class _XdistHooks:
+    """xdist's hooks, registered only when xdist is loaded (pytest rejects unknown hooks)."""
+
+    @staticmethod
+    def pytest_configure_node(node):
+        """Controller: tell each worker where the background work reports."""
+        node.workerinput["attnscale_background"] = str(_folder(node.config))
+
+    @staticmethod
+    def pytest_xdist_node_collection_finished(node, ids):
+        """Controller: start the background work once, when the first worker has collected."""
+        config = node.config
+        if STARTED in config.stash:
+            return
+        root = Path(str(config.rootpath))
+        _start_background(config, {str(root / nodeid.split("::")[0]) for nodeid in ids})
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks())
+
+
+def _reads_background(item) -> bool:
+    return _needs(item, "built_book") or _needs(item, "rerun_notebook")
+
+
+#: Files whose module-scoped fixtures are costly (a probe build, trained
+#: models, the calculator's table, a browser and its visits): each half of
+#: such a file (the tests that read the built book, and the others) runs on
+#: one xdist worker, so that the fixture is made once.
+GROUPED_FILES = {
+    "test_book.py",
+    "test_browser.py",
+    "test_calculator_page.py",
+    "test_lm.py",
+    "test_pdf.py",
+    "test_tasks.py",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(session, config, items):
-    """Tests that read the built book go last (stable order otherwise)."""
-    items.sort(key=lambda item: _needs(item, "built_book") or _needs(item, "rerun_notebook"))
+    """Tests that read the built book go last (stable order otherwise); the costly files' halves grouped."""
+    items.sort(key=_reads_background)
+    for item in items:
+        if item.path.name in GROUPED_FILES:
+            half = "book" if _reads_background(item) else "free"
+            item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}-{half}"))
 
 
 def pytest_collection_finish(session):
-    """Start the book build, the chapters' reruns and the PDF build now, in the background."""
-    background = session.config.stash.setdefault(BACKGROUND, {})
-    if session.config.option.collectonly:
+    """Without xdist: start the background work now, for the tests collected."""
+    if session.config.option.collectonly or _is_worker(session.config) or _is_controller(session.config):
         return
-    factory = session.config._tmp_path_factory
-    items = session.items
-    if any(_needs(item, "rerun_notebook") for item in items):
-        out = Path(factory.mktemp("reruns"))
+    files = {str(item.path) for item in session.items}
+    _start_background(session.config, files)
+
+
+def _start_background(config, files):
+    """Start the book build (then the PDF) and the reruns, for whichever of them ``files`` read."""
+    started = config.stash.setdefault(STARTED, [])
+    folder = _folder(config)
+    texts = {path: Path(path).read_text() for path in files if path.endswith(".py") and Path(path).exists()}
+    wants = {name: any(pattern.search(text) for text in texts.values()) for name, pattern in WANTS.items()}
+    wants["book"] = wants["book"] and not os.environ.get("ATTNSCALE_BUILT_HTML")
+    wants["pdf"] = wants["book"] and any(Path(path).name == "test_pdf.py" for path in files)
+    wants["pdf"] = wants["pdf"] and not missing_pdf_tools()
+    _write_json(folder / "plan.json", wants)
+    factory = config._tmp_path_factory
+    if wants["reruns"]:
+        out = folder / "reruns"
+        out.mkdir()
         chapters = [str(p) for p in notebook_chapters()]
-        background["reruns"] = (
-            subprocess.Popen(
-                [sys.executable, str(RERUN_SCRIPT), str(out), *chapters],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            ),
-            out,
+        process = subprocess.Popen(
+            [sys.executable, str(RERUN_SCRIPT), str(out), *chapters],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
-    if any(_needs(item, "built_book") for item in items) and not os.environ.get("ATTNSCALE_BUILT_HTML"):
-        source = copy_book(factory.mktemp("book-src"))
-        background["book"] = start_build(source, factory.mktemp("book-out"))
-        wants_pdf = any(item.nodeid.startswith("tests/test_pdf.py") for item in items)
-        if wants_pdf and not missing_pdf_tools():
-            background["pdf"] = _after_build(background["book"])
+        started.append(process)
+        _when_done(process, lambda code: (out / "exit").write_text(str(code)))
+    if wants["book"]:
+        build = start_build(copy_book(factory.mktemp("book-src")), factory.mktemp("book-out"))
+        started.append(build.process)
+        threading.Thread(target=_report_builds, args=(build, folder, wants["pdf"]), daemon=True).start()
 
 
-def _after_build(build):
-    """A thread that builds the PDF once the HTML build has succeeded; returns the record it fills."""
-    record: dict = {}
+def _when_done(process, report):
+    """Call ``report(exit code)`` from a thread when ``process`` ends."""
+    threading.Thread(target=lambda: report(process.wait()), daemon=True).start()
 
-    def run():
-        result = build.wait()
-        if result.returncode == 0:
-            record["pdf"] = build_pdf(result)
 
-    record["thread"] = threading.Thread(target=run, daemon=True)
-    record["thread"].start()
-    return record
+def _write_json(path: Path, record: dict) -> None:
+    """Write ``record`` so that a reader never sees half of it (rename is atomic)."""
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(record))
+    partial.replace(path)
+
+
+def _report_builds(build, folder: Path, wants_pdf: bool) -> None:
+    """Wait for the HTML build and report it; then build the PDF, if wanted, and report that."""
+    result = build.wait()
+    _write_json(
+        folder / "book.json", {"args": result.args, "returncode": result.returncode, "log": str(build.log)}
+    )
+    if not wants_pdf or result.returncode != 0:
+        _write_json(folder / "pdf.json", {})
+        return
+    try:
+        pdf_result, pdf = build_pdf(result)
+        record = {"args": pdf_result.args, "returncode": pdf_result.returncode, "pdf": str(pdf)}
+        record.update(stdout=pdf_result.stdout, stderr=pdf_result.stderr)
+    except Exception as error:  # reported to the PDF tests, not lost in a thread
+        record = {"error": repr(error)}
+    _write_json(folder / "pdf.json", record)
+
+
+def _wait_for(path: Path, what: str, timeout: float = 3600.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited more than {timeout:.0f} s for {what}")
+        time.sleep(0.5)
+    return json.loads(path.read_text())
+
+
+def _planned(config, what: str) -> bool:
+    """Whether the session's scheduling process started ``what`` ("book", "reruns", "pdf")."""
+    plan = _folder(config) / "plan.json"
+    if not _is_worker(config) and not plan.exists():
+        return False  # this process schedules, and started nothing
+    return bool(_wait_for(plan, "the background work's plan", timeout=600.0)[what])
 
 
 def pytest_sessionfinish(session):
-    background = session.config.stash.get(BACKGROUND, {})
-    processes = [background["reruns"][0]] if "reruns" in background else []
-    if "book" in background:
-        processes.append(background["book"].process)
-    for process in processes:
+    for process in session.config.stash.get(STARTED, []):
         if process.poll() is None:
             process.kill()
             process.wait()
@@ -101,20 +222,22 @@ def rerun_notebook(request):
     Waits for the background rerun started at collection (or runs it here,
     when the session did not start one).
     """
-    process, out = request.config.stash.get(BACKGROUND, {}).get("reruns", (None, None))
-    if process is None:
+    out = _folder(request.config) / "reruns"
+    started = _planned(request.config, "reruns")
+    if not started:
         out = Path(request.config._tmp_path_factory.mktemp("reruns"))
 
     def get(chapter: Path, timeout: float = 1800.0):
         done, failed = out / f"{chapter.stem}.ipynb", out / f"{chapter.stem}.error"
-        if process is None:
+        if not started:
             subprocess.run([sys.executable, str(RERUN_SCRIPT), str(out), str(chapter)], check=True)
         deadline = time.monotonic() + timeout
         while not (done.exists() or failed.exists()):
-            if process.poll() is not None:
+            if (out / "exit").exists():
                 time.sleep(0.5)  # the last file may land just before the exit
                 if not (done.exists() or failed.exists()):
-                    pytest.fail(f"the rerun process exited ({process.returncode}) without {chapter.name}")
+                    code = (out / "exit").read_text()
+                    pytest.fail(f"the rerun process exited ({code}) without {chapter.name}")
             if time.monotonic() > deadline:
                 pytest.fail(f"rerunning {chapter.name} took more than {timeout:.0f} s")
             time.sleep(1.0)
@@ -139,12 +262,16 @@ def built_book(request, tmp_path_factory):
     if existing:
         done = subprocess.CompletedProcess(["(existing build)"], 0, "", "")
         return done, Path(existing)
-    build = request.config.stash.get(BACKGROUND, {}).get("book")
-    if build is None:  # not started at collection (a test asked for it another way)
+    folder = _folder(request.config)
+    if _planned(request.config, "book"):
+        record = _wait_for(folder / "book.json", "the book build")
+        log = Path(record["log"]).read_text()
+        result = subprocess.CompletedProcess(record["args"], record["returncode"], log, "")
+    else:  # not started at collection (a test asked for it another way)
         build = start_build(
             copy_book(tmp_path_factory.mktemp("book-src")), tmp_path_factory.mktemp("book-out")
         )
-    result = build.wait()
+        result = build.wait()
     output = Path(result.args[result.args.index("--path-output") + 1])
     return result, output / "_build" / "html"
 
@@ -152,11 +279,17 @@ def built_book(request, tmp_path_factory):
 @pytest.fixture(scope="session")
 def background_pdf(request, built_book):
     """The PDF build started when the HTML build finished: ``(result, pdf)``, or None if none was started."""
-    record = request.config.stash.get(BACKGROUND, {}).get("pdf")
-    if record is None:
+    if not _planned(request.config, "pdf"):
         return None
-    record["thread"].join()
-    return record.get("pdf")
+    record = _wait_for(_folder(request.config) / "pdf.json", "the PDF build")
+    if not record:
+        return None
+    if "error" in record:
+        pytest.fail(f"the PDF build raised {record['error']}")
+    result = subprocess.CompletedProcess(
+        record["args"], record["returncode"], record["stdout"], record["stderr"]
+    )
+    return result, Path(record["pdf"])
 
 
 @pytest.fixture(scope="session")

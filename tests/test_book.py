@@ -7,6 +7,7 @@ seconds; what they test is the configuration, which is the same.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -84,48 +85,108 @@ def _add_cell(code: str) -> str:
     return PROBE + f"\n```{{code-cell}} ipython3\n{code}\n```\n"
 
 
-FAULTS = {
-    # name: (chapter text, a string the build log must contain: the right cause)
-    "failing assert": (_add_cell("assert 1 + 1 == 3, 'injected assert'"), "injected assert"),
+#: Faults in a chapter's cells (name: chapter text, a string the build log must
+#: contain: the right cause).  A failing cell stops the parallel read, so each
+#: needs a build of its own.  A failing ``assert`` is the failing check below
+#: (:class:`attnscale.checks.CheckFailed` is an ``AssertionError``).
+CELL_FAULTS = {
     "raised exception": (_add_cell("raise RuntimeError('injected exception')"), "injected exception"),
     "python warning": (_add_cell("import warnings\nwarnings.warn('injected warning')"), "stderr was found"),
-    "broken reference": (PROBE + "\nSee {ref}`no-such-label`.\n", "no-such-label"),
-    "broken equation reference": (PROBE + "\nSee {eq}`eq-no-such`.\n", "eq-no-such"),
-    "broken theorem reference": (PROBE + "\nSee {prf:ref}`thm-no-such`.\n", "thm-no-such"),
-    "unknown citation key": (PROBE + "\nAs {cite:t}`nosuchkey2099` shows.\n", "nosuchkey2099"),
-    "missing glue key": (PROBE + "\nThe value {glue:text}`no_such_glue`.\n", "no_such_glue"),
-    "header removed": (JUPYTEXT_HEADER.sub("", PROBE), "code-cell"),
+}
+
+#: Faults Sphinx reports as warnings (name: text added to the probe, the
+#: warning's cause).  ``--keep-going`` reports every warning and ``-W`` makes
+#: any one fail the build, so one build tests them all: a copy of the probe
+#: holding every one of them, each of which must be named in a warning line of
+#: that page, and a copy without its notebook header.
+WARNING_FAULTS = {
+    "broken reference": ("\nSee {ref}`no-such-label`.\n", "no-such-label"),
+    "broken equation reference": ("\nSee {eq}`eq-no-such`.\n", "eq-no-such"),
+    "broken theorem reference": ("\nSee {prf:ref}`thm-no-such`.\n", "thm-no-such"),
+    "unknown citation key": ("\nAs {cite:t}`nosuchkey2099` shows.\n", "nosuchkey2099"),
+    "missing glue key": ("\nThe value {glue:text}`no_such_glue`.\n", "no_such_glue"),
 }
 
 
-def test_probe_builds_clean(tmp_path):
+def test_probe_builds_clean_and_never_stale(tmp_path):
     """Control: without a fault the probe builds, executes and shows its output.
 
     The copy also holds the clutter of a reader's checkout (pytest's cache
     and a virtual environment, both with Markdown files in them), which the
-    build must ignore.
+    build must ignore.  Then a change to imported code shows up on the next
+    build into the same folder (no execution cache: jupyter-cache keys on
+    the notebook's text only, and the probe's text stays the same).
     """
     source, toc = _probe_book(tmp_path, PROBE)
     for clutter in (".pytest_cache/README.md", ".venv/lib/site-packages/pkg/README.md", "venv/notes.md"):
         (source / clutter).parent.mkdir(parents=True, exist_ok=True)
         (source / clutter).write_text("# Not part of the book\n")
-    result = build_book(source, tmp_path / "out", toc=toc)
+    output = tmp_path / "out"
+    page = output / "_build" / "html" / "book" / "probe.html"
+    result = build_book(source, output, toc=toc)
     assert result.returncode == 0, _tail(result.stdout + result.stderr)
-    page = (tmp_path / "out" / "_build" / "html" / "book" / "probe.html").read_text()
-    assert "probe executed 0.5" in page
+    assert "probe executed 0.5" in page.read_text()
+    assert "first" in page.read_text()
     # the faults below are injected into a book that Sphinx reads in parallel, as the real one
     assert "parallel_chapters: 6 documents" in result.stdout + result.stderr
+    (source / "book" / "probe_helper.py").write_text('MARKER = "second"\n')
+    second = build_book(source, output, toc=toc)
+    assert second.returncode == 0, _tail(second.stdout + second.stderr)
+    assert "second" in page.read_text(), "the second build served a stale output"
 
 
-@pytest.mark.parametrize("fault", FAULTS, ids=lambda name: name.replace(" ", "-"))
-def test_fault_fails_build(tmp_path, fault):
-    text, cause = FAULTS[fault]
+@pytest.mark.parametrize("fault", CELL_FAULTS, ids=lambda name: name.replace(" ", "-"))
+def test_cell_fault_fails_build(tmp_path, fault):
+    text, cause = CELL_FAULTS[fault]
     assert text != PROBE
     source, toc = _probe_book(tmp_path, text)
     result = build_book(source, tmp_path / "out", toc=toc)
     log = result.stdout + result.stderr
     assert result.returncode != 0, f"the build ignored the fault '{fault}':\n{_tail(log)}"
     assert cause in log, f"the build failed, but not because of '{fault}':\n{_tail(log)}"
+
+
+def _relabelled(text: str, page: str) -> str:
+    """The probe's text with its own labels renamed after ``page``, so that copies do not clash."""
+    for label in ("probe", "eq-probe", "thm-probe"):
+        text = re.sub(rf"(?<![\w-]){label}(?![\w-])", f"{label}-{page}", text)
+    return text
+
+
+#: The pages of the warning-fault build: every warning fault on one, the header removed on the other.
+FAULT_PAGES = {"faults": "every warning fault", "headless": "header removed"}
+
+
+@pytest.fixture(scope="module")
+def warning_faults_build(tmp_path_factory):
+    """One build of the probe beside the two faulty copies of :data:`FAULT_PAGES`."""
+    tmp_path = tmp_path_factory.mktemp("warning-faults")
+    source, toc = _probe_book(tmp_path, PROBE)
+    texts = {
+        "faults": PROBE + "".join(added for added, _ in WARNING_FAULTS.values()),
+        "headless": JUPYTEXT_HEADER.sub("", PROBE),
+    }
+    for page, text in texts.items():
+        assert text != PROBE
+        (source / "book" / f"{page}.md").write_text(_relabelled(text, page))
+    toc.write_text(toc.read_text() + "".join(f"  - file: book/{page}\n" for page in texts))
+    result = build_book(source, tmp_path / "out", toc=toc)
+    return result, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "fault", [*WARNING_FAULTS, "header removed"], ids=lambda name: name.replace(" ", "-")
+)
+def test_warning_fault_fails_build(warning_faults_build, fault):
+    result, log = warning_faults_build
+    assert result.returncode != 0, f"the build ignored every fault:\n{_tail(log)}"
+    page, cause = (
+        ("headless", "code-cell") if fault == "header removed" else ("faults", WARNING_FAULTS[fault][1])
+    )
+    warnings = [line for line in log.splitlines() if f"{page}.md" in line and "WARNING" in line]
+    assert any(cause in line for line in warnings), (
+        f"no warning on the page with the fault '{fault}' names its cause '{cause}':\n{_tail(log)}"
+    )
 
 
 def test_failing_check_names_chapter_check_and_values(tmp_path):
@@ -139,21 +200,3 @@ def test_failing_check_names_chapter_check_and_values(tmp_path):
     assert result.returncode != 0
     for expected in ("probe.md", "check failed: injected comparison", "got 1.25", "expected 1.5"):
         assert expected in log, f"the failure output lacks '{expected}':\n{_tail(log)}"
-
-
-def test_no_stale_outputs(tmp_path):
-    """A change to imported code shows up on the next build (no execution cache).
-
-    jupyter-cache keys on the notebook's text only; the probe's text stays the
-    same while the module it imports changes, in the same output folder.
-    """
-    source, toc = _probe_book(tmp_path, PROBE)
-    output = tmp_path / "out"
-    page = output / "_build" / "html" / "book" / "probe.html"
-    first = build_book(source, output, toc=toc)
-    assert first.returncode == 0, _tail(first.stdout + first.stderr)
-    assert "first" in page.read_text()
-    (source / "book" / "probe_helper.py").write_text('MARKER = "second"\n')
-    second = build_book(source, output, toc=toc)
-    assert second.returncode == 0, _tail(second.stdout + second.stderr)
-    assert "second" in page.read_text(), "the second build served a stale output"

@@ -31,7 +31,7 @@ from attnscale.__main__ import main
 #: benchmarks/bench_calculator.py measures); the suite shares two cores with the book build.
 SECONDS = 5.0
 FUZZ = settings(
-    max_examples=150,
+    max_examples=80,
     deadline=None,
     derandomize=True,
     database=None,

@@ -111,7 +111,10 @@ NEAR_UNIFORM = 5e-6
 #: prints it): measured 7.9e-6 apart after the package's log density at
 #: d = 1e6 was fixed (e781369), so not tightened.
 ROUNDED = 2e-5
-SETTINGS = 400
+#: Random settings of the whole-table comparison: 200 hold every kind of row
+#: (the counts are printed and bounded below); 400 doubled the test's minute
+#: without finding a disagreement the 200 had not.
+SETTINGS = 200
 #: The page's pure functions, called on settings passed in from Python.
 RECOMMEND = "(s) => AttnScaleCalculator.recommend(s, window.ATTNSCALE_CALCULATOR_TABLE)"
 RECOMMEND_ALL = f"(all) => all.map({RECOMMEND})"
@@ -421,8 +424,8 @@ def test_page_agrees_with_the_package(calculator):
     # a page that sent every row to the CLI would pass the rest: near a
     # boundary is rare among random settings
     print(f"sent to the CLI near a boundary: {sent_near_boundary} of {computed} settings with L")
-    assert counted["quadrature"] >= 50
-    assert counted["causal"] >= 60
+    assert counted["quadrature"] >= SETTINGS // 8
+    assert counted["causal"] >= SETTINGS * 3 // 20
     assert sent_near_boundary <= 0.05 * computed
 
 

@@ -106,3 +106,48 @@ def test_pool_results_refuses_other_settings_a_repeated_run_and_no_file():
         rv.pool_results()
     with pytest.raises(ValueError, match=r"results\[1\] is not a results file"):
         rv.pool_results(_file([0]), {"runs": []})
+
+
+def _needle_run(seed, values):
+    """A fake needle run: values[depth] a list of per-window numbers at one length."""
+    by_depth = {
+        depth: {field: [v + k for v in values[depth]] for k, field in enumerate(rv._WINDOW_FIELDS)}
+        for depth in values
+    }
+    for depth in by_depth:
+        by_depth[depth]["entropy"] = [0.0]  # a per-head field the layout drops
+    return {
+        "task": "needle",
+        "positions": "rope",
+        "rule": "standard",
+        "seed": seed,
+        "eval": {"trained:plain": {"128": by_depth}},
+    }
+
+
+def test_needle_runs_join_depths_in_order_and_feed_the_tables():
+    runs = [_needle_run(s, {"0.0": [s, 1.0], "0.5": [2.0 + s, 3.0]}) for s in range(3)]
+    flat = rv.needle_runs(runs)
+    assert flat[1]["eval"]["trained:plain"]["128"] == {
+        "acc_by_window": [1.0, 1.0, 3.0, 3.0],
+        "loss_by_window": [2.0, 2.0, 4.0, 4.0],
+        "exact_by_window": [3.0, 3.0, 5.0, 5.0],
+    }
+    one = rv.needle_runs(runs, depths=["0.5"])
+    assert one[0]["eval"]["trained:plain"]["128"]["acc_by_window"] == [2.0, 3.0]
+    assert runs[0]["eval"]["trained:plain"]["128"]["0.0"]["acc_by_window"] == [0, 1.0]  # not changed
+    mean, _ = rv.arm_table(flat, "trained:plain", [128])
+    assert mean[0] == pytest.approx(np.mean([[s, 1, 2 + s, 3] for s in range(3)]))
+    with pytest.raises(ValueError, match="no depth"):
+        rv.needle_runs(runs, depths=["1.0"])
+    with pytest.raises(ValueError, match="not a needle run"):
+        rv.needle_runs(_runs(np.zeros((2, 2, 3))))
+
+
+def test_window_difference_is_a_t_interval_over_one_seeds_windows():
+    rng = np.random.default_rng(3)
+    a, b = rng.random((1, 2, 12)), rng.random((1, 2, 12))
+    got = rv.window_difference(_runs(a)[0], "trained:plain", _runs(b)[0], "trained:plain", 128)
+    assert got == pytest.approx(at.seed_interval(a[0, 1] - b[0, 1]))
+    with pytest.raises(ValueError, match="different windows"):
+        rv.window_difference(_runs(a)[0], "trained:plain", _runs(b[:, :, :5])[0], "trained:plain", 128)

@@ -238,3 +238,18 @@ def test_describe_recall_bolds_each_scored_answer(causal):
     # the causal text is the tokens read then the last answer; the masked one is the window itself
     assert len(words) == 16 + causal
     assert "⟨mask⟩" not in words  # a masked answer is shown as what must be predicted there
+
+
+def test_describe_needle_marks_the_planted_line_and_the_answer(text):
+    for depth in (0.0, 0.5, 1.0):
+        batch = tasks.needle_in_text(text, 64, 2, 7, depth=depth)
+        shown = tasks.describe_needle(batch, example=1)
+        planted = shown[shown.index("⟦") + 1 : shown.index("⟧")]
+        key, value = planted.split(" = ")
+        assert len(key) == tasks.NEEDLE_KEY_LETTERS and value.isdigit() and len(value) == tasks.NEEDLE_DIGITS
+        # the question asks the planted key, and the bracketed answer is its value
+        assert shown.endswith(f"\n{key} = [{value}]")
+        # every byte of the window is shown once, the marks aside
+        assert len(shown) - 4 == batch.length + 1
+    with pytest.raises(TypeError, match="TaskBatch"):
+        tasks.describe_needle("not a batch")

@@ -18,18 +18,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate
-from .intervals import crossed_interval
+from .intervals import crossed_interval, seed_interval
 
 __all__ = [
     "LENGTH_LAWS",
     "LawFit",
     "arm_table",
     "fit_length_law",
+    "needle_runs",
     "oracle_factor",
     "oracle_table",
     "paired_table",
     "pool_results",
     "select_runs",
+    "window_difference",
 ]
 
 # Settings that may differ between results files of one experiment: which
@@ -139,6 +141,91 @@ def paired_table(runs_a, arm_a, runs_b, arm_b, lengths, field="acc_by_window", l
         for n in lengths
     ]
     return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+
+#: The fields of a needle evaluation that are one number per test window.
+_WINDOW_FIELDS = ("acc_by_window", "loss_by_window", "exact_by_window")
+
+
+def needle_runs(runs, depths=None):
+    """Needle runs with each evaluation's depths read as one table of windows.
+
+    The sweep scores a needle model at each length on the same number of
+    windows at each planted depth (``eval[arm][length][depth][field]``).
+    This returns copies of the runs in the layout of the recall runs
+    (``eval[arm][length][field]``), each field the windows of the chosen
+    depths one after another, in the order given, so that
+    :func:`arm_table` and :func:`paired_table` read them unchanged (the
+    windows of every depth are the same for every seed).
+
+    Parameters
+    ----------
+    runs : list of dict
+        Runs of the needle task (``run["task"] == "needle"``).
+    depths : sequence of str or None, optional
+        The depths to keep, as the results file writes them (``"0.5"``);
+        ``None`` keeps every depth, in the file's order.
+
+    Returns
+    -------
+    list of dict
+        The runs with only ``acc_by_window``, ``loss_by_window`` and
+        ``exact_by_window`` in each evaluation.
+
+    Raises
+    ------
+    ValueError
+        If a run is not a needle run or lacks a requested depth.
+    """
+    out = []
+    for run in runs:
+        if run.get("task") != "needle":
+            raise ValueError(
+                f"needle_runs: run {run.get('task')!r}, seed {run.get('seed')} is not a needle run"
+            )
+        evaluations = {}
+        for arm, by_length in run["eval"].items():
+            for length, by_depth in by_length.items():
+                chosen = list(by_depth) if depths is None else [str(d) for d in depths]
+                missing = [d for d in chosen if d not in by_depth]
+                if missing:
+                    raise ValueError(f"needle_runs: no depth {missing} in {arm} at {length}")
+                evaluations.setdefault(arm, {})[length] = {
+                    field: [x for d in chosen for x in by_depth[d][field]] for field in _WINDOW_FIELDS
+                }
+        out.append({**run, "eval": evaluations})
+    return out
+
+
+def window_difference(run_a, arm_a, run_b, arm_b, length, field="acc_by_window", level=0.95):
+    """One seed's ``a - b`` on the same test windows: mean and Student-t half-width over windows.
+
+    The second seed-level check of a conclusion: a difference that the
+    two-way interval (:func:`paired_table`) resolves over seeds should also
+    hold on each seed alone, with only the windows random.
+
+    Parameters
+    ----------
+    run_a, run_b : dict
+        Two runs scored on the same windows (the same seed of two arms, or
+        one run under two evaluations).
+    arm_a, arm_b : str
+        Their evaluations, e.g. ``"trained:plain"``.
+    length : int
+    field : str, optional
+    level : float, optional
+
+    Returns
+    -------
+    mean, half : float
+    """
+    a, b = (
+        np.asarray(r["eval"][arm][str(int(length))][field], dtype=float)
+        for r, arm in ((run_a, arm_a), (run_b, arm_b))
+    )
+    if a.shape != b.shape:
+        raise ValueError(f"the two runs were scored on different windows at {length}")
+    return seed_interval(a - b, level=level)
 
 
 def oracle_factor(factors, losses):

@@ -48,6 +48,7 @@ __all__ = [
     "RecallVocabulary",
     "TaskBatch",
     "associative_recall",
+    "describe_needle",
     "describe_recall",
     "masked_text",
     "needle_in_text",
@@ -346,6 +347,36 @@ def needle_in_text(text, length: int, count: int, seed: int, *, depth=None) -> T
         weights,
         answer_keys,
         0.1,
+    )
+
+
+def describe_needle(batch: TaskBatch, example: int = 0) -> str:
+    """One example of :func:`needle_in_text` as text: the window, its planted line and answer marked.
+
+    The window is printed as the model reads it, with its final answer
+    appended; the planted ``key = value`` line is wrapped in ``⟦ ⟧`` and the
+    scored digits of the question in ``[ ]``.  Bytes that do not print
+    (other than new lines) are shown as ``·``.
+    """
+    if not isinstance(batch, TaskBatch):
+        raise TypeError("batch must be a TaskBatch")
+    text = np.append(batch.inputs[example], batch.targets[example, -1])
+    scored = np.flatnonzero(batch.weights[example] > 0) + 1  # text index of each scored byte
+    key_start = int(batch.answer_keys[example, scored[0] - 1, 0])
+    line_end = key_start + NEEDLE_KEY_LETTERS + 3 + NEEDLE_DIGITS  # key " = " value
+
+    def show(chunk):
+        return "".join(chr(b) if b == 10 or 32 <= b < 127 else "·" for b in chunk)
+
+    return (
+        show(text[:key_start])
+        + "⟦"
+        + show(text[key_start:line_end])
+        + "⟧"
+        + show(text[line_end : scored[0]])
+        + "["
+        + show(text[scored[0] : scored[-1] + 1])
+        + "]"
     )
 
 
