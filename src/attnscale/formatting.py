@@ -265,7 +265,12 @@ def format_interval(mean, half, digits: int = 3, *, signed: bool = False) -> str
 
     See Also
     --------
-    format_uncertain, results_table, captioned_table
+    format_uncertain : the digits chosen by the uncertainty, for prose.
+
+    Notes
+    -----
+    ``attnscale.formatting.captioned_table`` and ``results_table`` bind a
+    cell's ``±`` the same way, whatever wrote it.
     """
     mean = _real(mean, "mean")
     half = _real(half, "half")
