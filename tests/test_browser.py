@@ -476,28 +476,58 @@ def _figure_text(built_book, visit, size):
     return found
 
 
+#: Pages whose figures are still drawn for the desktop column: at 390 px
+#: their text is under 9 px as shown, and only a tap (which opens the SVG
+#: full size) makes it legible.  The tap is a fallback, not the reading: every
+#: other page's figures must be legible as shown on a phone, and a page leaves
+#: this list once its figures are redrawn (narrow, 4 in wide, legends under
+#: the axes, as book/which-law.md and book/retrieval.md do).  An entry whose
+#: figures are all legible fails, so the list only shrinks.
+FIGURES_TAP_ONLY = {
+    page: "drawn 6.4-8.4 in wide for the desktop column; a tap opens it full size"
+    for page in (
+        "book/cosine-scores",
+        "book/decoders",
+        "book/entropy-invariance",
+        "book/gaussian-scores",
+        "book/initialization",
+        "book/language-model",
+        "book/recipes",
+        "book/softmax-jacobian",
+        "book/softmax-vs-relu2",
+        "book/training",
+        "book/variance",
+    )
+}
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
 def test_figure_text_is_legible(browser, served, built_book, page):
-    """At 1400 px every figure's smallest text is >= 9 CSS px as displayed.
+    """Every figure's smallest text is >= 9 CSS px as displayed, at 1400 px and at 390 px.
 
-    At 390 px (a phone) too, unless a tap on the figure opens its SVG at
-    full size, where its smallest text is >= 9 px.  Text drawn on the page
-    (the calculator's inline SVG) has no full size: >= 9 px at both widths.
+    At 390 px (a phone) a page in FIGURES_TAP_ONLY may fall short as shown
+    if a tap on the figure opens its SVG at full size, where its smallest
+    text is >= 9 px; no other page may.  Text drawn on the page (the
+    calculator's inline SVG) has no full size: >= 9 px at both widths.
     """
     visit = _visit(browser, served, page)
-    small = []
+    small, tapped = [], []
     for size in WIDTHS:
         for figure in _figure_text(built_book, visit, size):
             print(f"\n{page} ({size}): {figure}")
-            legible = figure["shown px"] >= MIN_TEXT_PX
-            if size == "phone" and not legible:
-                legible = figure["opens full size"] and figure["full-size px"] >= MIN_TEXT_PX
-            if not legible:
-                small.append((size, figure))
+            if figure["shown px"] >= MIN_TEXT_PX:
+                continue
+            if size == "phone" and page in FIGURES_TAP_ONLY:
+                tapped.append(figure)
+                if figure["opens full size"] and figure["full-size px"] >= MIN_TEXT_PX:
+                    continue
+            small.append((size, figure))
         for svg in visit["figures", size]["inline"]:
             if svg["px"] < MIN_TEXT_PX:
                 small.append((size, svg))
     assert small == [], f"{page}: figure text below {MIN_TEXT_PX} px: {small}"
+    if page in FIGURES_TAP_ONLY:
+        assert tapped, f"{page}: every figure is legible at 390 px; remove it from FIGURES_TAP_ONLY"
 
 
 def test_svg_text_size_reads_matplotlib_figures(tmp_path):
@@ -526,6 +556,8 @@ def test_svg_text_size_reads_matplotlib_figures(tmp_path):
 TABLES = """
 () => [...document.querySelectorAll("article.bd-article table")]
   .filter(t => !t.closest("dl.py"))  // the API reference's docstring tables
+  // the calculator's live answer, redrawn on every input, captioned by its title
+  .filter(t => !t.closest("form.attnscale-calculator"))
   .map(t => ({
     caption: t.caption ? t.caption.textContent.trim().replace(/\\s+/g, " ").slice(0, 80) : "",
     numbered: !!(t.caption && t.caption.querySelector(".caption-number")),
@@ -534,15 +566,14 @@ TABLES = """
   }))
 """
 
-#: Pages whose tables this test does not hold yet, and why.
-TABLES_NOT_YET = {
-    "book/recipes": "its tables are edited together with the calculator (issue 32 left them to that work)",
-}
+#: Pages whose tables this test does not hold yet, and why (none now).
+TABLES_NOT_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
 def test_results_tables_are_captioned(browser, served, page):
-    """Every table of a page (but the API's docstrings) has a numbered caption and no empty header cell."""
+    """Every table of a page (but the API's docstrings and the calculator's live answer) has a
+    numbered caption and no empty header cell."""
     tables = _visit(browser, served, page)["tables"]
     bad = [t for t in tables if not (t["caption"] and t["numbered"]) or t["emptyHeaders"]]
     if bad and page in TABLES_NOT_YET:

@@ -139,6 +139,59 @@ def test_bad_input_is_refused(call, error, name):
         call()
 
 
+# -- table cells: mean ± half-width --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "expected"),
+    [
+        ((0.8261, 0.0224), {}, "0.826 ± 0.022"),
+        ((-0.0031, 0.016), {"signed": True}, "−0.003 ± 0.016"),
+        ((0.25, 0.04, 2), {"signed": True}, "+0.25 ± 0.04"),
+        ((-0.0004, 0.01), {"signed": True}, "0.000 ± 0.010"),  # no sign on a rounded zero
+        ((0.0004, 0.01), {"signed": True}, "0.000 ± 0.010"),
+        ((12.5, 0.0, 0), {}, "12 ± 0"),  # Python's round-half-even, as f-strings
+        ((np.float32(0.5), np.float64(0.125), 1), {}, "0.5 ± 0.1"),
+    ],
+)
+def test_format_interval_examples(args, kwargs, expected):
+    text = at.format_interval(*args, **kwargs)
+    assert plain(text) == expected
+    assert " " not in text, "the cell must not break: no-break spaces only"
+
+
+@given(
+    st.floats(-1e3, 1e3, allow_nan=False),
+    st.floats(0, 1e2, allow_nan=False),
+    st.integers(0, 6),
+    st.booleans(),
+)
+def test_format_interval_round_trip(mean, half, digits, signed):
+    """The two numbers parse back to the mean and half-width within half a unit of the last decimal."""
+    text = at.format_interval(mean, half, digits, signed=signed)
+    left, right = text.split(NB + "±" + NB)
+    value = float(left.replace("\u2212", "-"))
+    assert abs(value - mean) <= 0.5 * 10.0**-digits * (1 + 1e-9) + 1e-12 * abs(mean)
+    assert abs(float(right) - half) <= 0.5 * 10.0**-digits * (1 + 1e-9) + 1e-12 * half
+    assert ("-" not in text) and (left.startswith("+") == (signed and value > 0))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "name"),
+    [
+        (lambda: at.format_interval(1.0, -0.1), ValueError, "half"),
+        (lambda: at.format_interval(np.nan, 0.1), ValueError, "mean"),
+        (lambda: at.format_interval("1", 0.1), TypeError, "mean"),
+        (lambda: at.format_interval(1.0, 0.1, 2.0), TypeError, "digits"),
+        (lambda: at.format_interval(1.0, 0.1, 16), ValueError, "digits"),
+        (lambda: at.format_interval(1.0, 0.1, signed=1), TypeError, "signed"),
+    ],
+)
+def test_format_interval_refuses_bad_input(call, error, name):
+    with pytest.raises(error, match=name):
+        call()
+
+
 # -- results tables -----------------------------------------------------------------
 
 from attnscale.formatting import results_table, typographic_minus  # noqa: E402
@@ -165,7 +218,7 @@ def test_results_table_is_a_captioned_list_table():
     text = results_table(["arm", "$n = 64$"], rows, caption="Loss.", name="tab-x")
     assert text.startswith("````{list-table} Loss.\n:name: tab-x\n:header-rows: 1\n")
     assert "\u22121.5" in text and "-" not in text.split("\n\n", 1)[1].replace("* -", "").replace("  -", "")
-    assert "\n    \u22120.1 ± 0.2" in text
+    assert "\n    \u22120.1\u00a0±\u00a00.2" in text  # ± bound to its numbers
 
 
 @pytest.mark.parametrize(
@@ -188,6 +241,9 @@ def test_captioned_table_wraps_a_pipe_table():
 
     text = captioned_table("| n | x |\n|---|---:|\n| 2 | -1.5 |", caption="X.", name="tab-x")
     assert text == "```{table} X.\n:name: tab-x\n\n| n | x |\n|---|---:|\n| 2 | \u22121.5 |\n```\n"
+    # a cell's ± is bound to its numbers (no wrap mid-number); math is left to MathJax
+    text = captioned_table("| a | b |\n|---|---|\n| 0.8 ± 0.1 | $x \\pm -1$ ± 2 |", caption="X.", name="tab-x")
+    assert "| 0.8\u00a0±\u00a00.1 | $x \\pm -1$\u00a0±\u00a02 |" in text
     with pytest.raises(ValueError, match="header"):
         captioned_table("| | x |\n|---|---|\n| a | 1 |", caption="X.", name="tab-x")
     with pytest.raises(ValueError, match="pipe table"):
@@ -206,7 +262,7 @@ def test_tables_read_in_plain_jupyter():
 
     plain = load_extension("notebook_downloads")._plain_tables
     listed = results_table(["arm", "loss"], [["O", ("1.2", "-0.1 ± 0.2")]], caption="Loss.", name="tab-x")
-    assert plain(listed) == "*Loss.*\n\n| arm | loss |\n| --- | --- |\n| O | 1.2<br>\u22120.1 ± 0.2 |\n\n"
+    assert plain(listed) == "*Loss.*\n\n| arm | loss |\n| --- | --- |\n| O | 1.2<br>\u22120.1\u00a0±\u00a00.2 |\n\n"
     piped = captioned_table("| n | x |\n|---|---:|\n| 2 | 1 |", caption="X.", name="tab-y")
     assert plain(piped) == "*X.*\n\n| n | x |\n|---|---:|\n| 2 | 1 |\n\n"
 

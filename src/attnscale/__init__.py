@@ -35,7 +35,7 @@ from .exact import (
     gaussian_law,
     gradient_limit,
 )
-from .formatting import format_number, format_uncertain
+from .formatting import format_interval, format_number, format_uncertain
 from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
 from .initialization import (
     activation_second_moment,
@@ -136,6 +136,7 @@ __all__ = [
     "expected_gradient",
     "expected_max_weight",
     "fit_attention_parameter",
+    "format_interval",
     "format_number",
     "format_uncertain",
     "gaussian_alpha_star",

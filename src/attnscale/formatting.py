@@ -12,9 +12,12 @@ functions here write what a reader expects instead:
   (JCGM 100:2008, section 7.2.6): ``1.914 ± 0.003``, ``(7.40 ± 0.05) × 10⁻⁴``;
 * :func:`format_number` rounds to a number of significant digits and writes
   very large or very small numbers as ``m × 10ⁿ`` with a superscript exponent:
-  ``7.4 × 10⁻⁴``, ``1.0 × 10¹⁰⁵``.
+  ``7.4 × 10⁻⁴``, ``1.0 × 10¹⁰⁵``;
+* :func:`format_interval` writes a mean and the half-width of its interval
+  to a fixed number of decimals, ``0.826 ± 0.022``: the one "mean ± half"
+  of the book's tables, whose columns keep the same decimals in every row.
 
-Both return plain Unicode text (a true minus sign ``−``, and no-break
+All three return plain Unicode text (a true minus sign ``−``, and no-break
 spaces around ``±`` and ``×`` so that a number never splits over two lines),
 ready for ``glue(name, text)`` and ``{glue:text}`name``` in a chapter.
 
@@ -22,7 +25,8 @@ Tables of results are written by :func:`results_table` (a MyST
 ``{list-table}``) or, for a Markdown pipe table a chapter already builds,
 :func:`captioned_table` (a ``{table}`` around it): each gets a caption and
 a label (so the book numbers it and a ``{numref}`` can point at it), a
-header cell in every column, and true minus signs in the numbers.
+header cell in every column, true minus signs in the numbers, and ``±``
+bound to its numbers by no-break spaces (a cell never wraps mid-number).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import re
 
 __all__ = [
     "captioned_table",
+    "format_interval",
     "format_number",
     "format_uncertain",
     "pipe_table",
@@ -218,6 +223,68 @@ def format_uncertain(
     return text if shared == 0 else f"({text}){_power(shared)}"
 
 
+def format_interval(mean, half, digits: int = 3, *, signed: bool = False) -> str:
+    """Write ``mean ± half`` with ``digits`` decimals, unbreakable, for a table cell.
+
+    The cell of a results table: a mean and the half-width of its interval
+    (or a standard error), both to the same fixed number of decimals, so a
+    column reads alike in every row (:func:`format_uncertain` instead picks
+    the digits from the uncertainty, for prose).  No-break spaces bind the
+    ``±`` to both numbers, so a narrow column never wraps the cell
+    mid-number (a table too wide for a phone scrolls inside its own box),
+    and a negative mean gets a true minus sign.
+
+    Parameters
+    ----------
+    mean : float
+        The estimate; finite.
+    half : float
+        The half-width of its interval; finite and ``>= 0``.
+    digits : int, optional
+        Decimals of both numbers, 0 to 15 (default 3).
+    signed : bool, optional
+        Write a ``+`` before a positive mean (a difference, say).
+
+    Returns
+    -------
+    str
+        E.g. ``format_interval(0.8261, 0.0224) == "0.826 ± 0.022"``,
+        ``format_interval(-0.0031, 0.016, signed=True) == "−0.003 ± 0.016"``,
+        ``format_interval(0.25, 0.04, 2, signed=True) == "+0.25 ± 0.04"``
+        (no-break spaces around ``±``).  A mean that rounds to zero has no
+        sign: ``"0.000 ± 0.010"``.
+
+    Raises
+    ------
+    TypeError
+        If ``mean`` or ``half`` is not a real number, ``digits`` not an
+        integer or ``signed`` not a bool.
+    ValueError
+        If ``mean`` or ``half`` is not finite, ``half < 0`` or ``digits``
+        is outside 0..15.
+
+    See Also
+    --------
+    format_uncertain : the digits chosen by the uncertainty, for prose.
+
+    Notes
+    -----
+    ``attnscale.formatting.captioned_table`` and ``results_table`` bind a
+    cell's ``±`` the same way, whatever wrote it.
+    """
+    mean = _real(mean, "mean")
+    half = _real(half, "half")
+    if half < 0:
+        raise ValueError(f"half must be >= 0, got {half}")
+    digits = _digits(digits, "digits", 0, 15)
+    if not isinstance(signed, bool):
+        raise TypeError(f"signed must be a bool, got {type(signed).__name__}")
+    m_text = _sign(f"{mean:.{digits}f}")
+    if signed and m_text[0] != MINUS and any(c in "123456789" for c in m_text):
+        m_text = "+" + m_text
+    return f"{m_text}{NBSP}±{NBSP}{half:.{digits}f}"
+
+
 # -- tables ---------------------------------------------------------------------
 
 #: A hyphen-minus that is a sign: at the start of the text or after a space,
@@ -248,8 +315,18 @@ def typographic_minus(text) -> str:
     return "".join(part if k % 2 else _HYPHEN_SIGN.sub(MINUS, part) for k, part in enumerate(parts))
 
 
+#: A "±" between spaces: bound to its numbers with no-break spaces in a cell.
+_PLUS_MINUS = re.compile(r"[ \u00a0]*±[ \u00a0]*")
+
+
+def _bind(text: str) -> str:
+    """A table cell's text with true minus signs and ``±`` bound to its numbers."""
+    parts = _MATH.split(typographic_minus(text))
+    return "".join(part if k % 2 else _PLUS_MINUS.sub(f"{NBSP}±{NBSP}", part) for k, part in enumerate(parts))
+
+
 def _cell(value) -> str:
-    text = typographic_minus(value).strip()
+    text = _bind(value).strip()
     if "\n" in text:
         raise ValueError(f"a table cell must be one line, got {text!r}")
     return text
@@ -271,7 +348,8 @@ def results_table(header, rows, *, caption: str, name: str) -> str:
     rows : sequence of sequences
         The body; each row has ``len(header)`` cells.  A cell is text (or a
         number, written with ``str``); hyphen-minus signs become true minus
-        signs (:func:`typographic_minus`).  A cell given as a tuple is
+        signs (:func:`typographic_minus`) and a ``±`` is bound to its
+        numbers by no-break spaces.  A cell given as a tuple is
         written as its items on separate lines (a mean above its interval,
         say), each kept on one line.
     caption : str
@@ -392,7 +470,8 @@ def captioned_table(table: str, *, caption: str, name: str) -> str:
 
     Wraps ``table`` in a ``{table}`` directive with ``caption`` and the label
     ``name``, after replacing the hyphen-minus signs of its cells by true
-    minus signs (:func:`typographic_minus`).
+    minus signs (:func:`typographic_minus`) and binding each ``±`` of a cell
+    to its numbers with no-break spaces (so it never wraps mid-number).
 
     Parameters
     ----------
@@ -442,5 +521,5 @@ def captioned_table(table: str, *, caption: str, name: str) -> str:
         raise ValueError("caption must not be empty")
     if not isinstance(name, str) or not _LABEL.match(name):
         raise ValueError(f"name must be a label such as 'tab-results', got {name!r}")
-    body = [lines[0], lines[1], *(typographic_minus(line) for line in lines[2:])]
+    body = [lines[0], lines[1], *(_bind(line) for line in lines[2:])]
     return "\n".join(["```{table} " + caption, f":name: {name}", "", *body, "```"]) + "\n"
