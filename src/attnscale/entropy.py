@@ -200,23 +200,9 @@ def spike_over_bulk_entropy(spike, bulk_mean, bulk_sd, n, rng):
     >>> bool(np.isclose(h, np.log(8)))
     True
     """
-    spike = _validate.real_array(spike, "spike")
-    bulk_mean = _validate.real_array(bulk_mean, "bulk_mean")
-    bulk_sd = _validate.real_array(bulk_sd, "bulk_sd")
-    for name, array in (("spike", spike), ("bulk_mean", bulk_mean), ("bulk_sd", bulk_sd)):
-        if array.size == 0:
-            raise ValueError(f"{name} must not be empty")
-    if np.any(bulk_sd < 0):
-        raise ValueError(f"bulk_sd must be >= 0, got {bulk_sd[bulk_sd < 0].flat[0]:g}")
+    spike, bulk_mean, bulk_sd, shape = _validate.spike_and_bulk(spike, bulk_mean, bulk_sd)
     n = _validate.count(n, "n", 2)
     rng = _validate.generator(rng)
-    try:
-        shape = np.broadcast_shapes(spike.shape, bulk_mean.shape, bulk_sd.shape)
-    except ValueError:
-        raise ValueError(
-            f"spike, bulk_mean and bulk_sd must broadcast together, got shapes "
-            f"{spike.shape}, {bulk_mean.shape} and {bulk_sd.shape}"
-        ) from None
     rows = int(np.prod(shape, dtype=np.int64))
     flat = [np.broadcast_to(a, shape).reshape(rows) for a in (spike, bulk_mean, bulk_sd)]
     out = np.empty(rows)
