@@ -358,9 +358,6 @@
     let nodes = rule.u; // the law's own panels: nodes fixed in theta, only the kernel moves with tau
     let weights = rule.weight;
     let count = nodes ? nodes.length : 0;
-    let f = 0;
-    let chi = 0;
-    let eta = 0;
     if (!nodes) {
       const top = (tau + W_EDGES[W_EDGES.length - 1]) / alpha;
       const bottom = (tau + W_EDGES[0]) / alpha;
@@ -373,22 +370,12 @@
         // own width from either end): nodes fixed in w, so the kernels are the
         // same at every tau (attnscale.exact._inner_fixed_kernel), times the
         // density of s there, sin^(d-3)(theta) / B with sin^2 = -s (2 + s)
-        const { w, k } = rule;
         const half = 0.5 * (law.d - 3);
-        for (let i = 0; i < w.length; i++) {
-          const s = (tau + w[i]) / alpha;
+        return fixedKernelSums(rule, tau, S, out, (v) => {
+          const s = v / alpha;
           const c = 1 + s;
-          const density = Math.exp(half * (c > 0.5 ? Math.log(-s * (2 + s)) : Math.log1p(-c * c)) - law.logTotal);
-          S += density * k[4 * i];
-          f += density * k[4 * i + 1];
-          chi += density * k[4 * i + 2];
-          eta += density * k[4 * i + 3];
-        }
-        out.S = S;
-        out.f = f;
-        out.chi = chi;
-        out.eta = eta;
-        return out;
+          return Math.exp(half * (c > 0.5 ? Math.log(-s * (2 + s)) : Math.log1p(-c * c)) - law.logTotal);
+        });
       } else {
         // the window's edges (increasing theta) merged with the law's, then their nodes
         const cuts = SCRATCH_CUTS;
@@ -418,19 +405,48 @@
         }
       }
     }
-    // the law's own panels, where e^(u - tau) = e^u e^-tau neither overflows nor underflows: one
-    // exponential a node fewer
-    const scale = rule.expU && Math.abs(tau) < 700 ? Math.exp(-tau) : 0;
+    return nodeSums(nodes, weights, count, tau, S, rule.expU, 0.01, out);
+  }
+
+  // The inner sums at one tau over quadrature nodes u = alpha s with weights (density x quadrature),
+  // S added to S0 (attnscale.exact._inner_general): with y = e^(u - tau), S sums weight (1 - e^-y),
+  // f weight y e^-y, chi weight y^2 e^-y and eta weight y e^-y (u - tau + gamma), into out.  expU,
+  // if given, holds e^u at the nodes: where e^(u - tau) = e^u e^-tau neither overflows nor
+  // underflows, one exponential a node fewer.  1 - e^-y is taken as -expm1(-y) below y = small
+  // (Infinity: always), as 1 - e^-y above.
+  function nodeSums(nodes, weights, count, tau, S0, expU, small, out) {
+    let [S, f, chi, eta] = [S0, 0, 0, 0];
+    const scale = expU && Math.abs(tau) < 700 ? Math.exp(-tau) : 0;
     for (let i = 0; i < count; i++) {
       const w = Math.min(nodes[i] - tau, 700); // e^w beyond e^700 only multiplies exp(-e^w) = 0
-      const y = scale ? rule.expU[i] * scale : Math.exp(w);
+      const y = scale ? expU[i] * scale : Math.exp(w);
       const e = Math.exp(-y);
       const weight = weights[i];
-      S += weight * (y < 0.01 ? -Math.expm1(-y) : 1 - e);
+      S += weight * (y < small ? -Math.expm1(-y) : 1 - e);
       const psi = weight * y * e;
       f += psi;
       chi += psi * y;
       eta += psi * (w + EULER_GAMMA);
+    }
+    out.S = S;
+    out.f = f;
+    out.chi = chi;
+    out.eta = eta;
+    return out;
+  }
+
+  // The same sums on the fixed-window rule (attnscale.exact._inner_fixed_kernel): the kernels k at
+  // the nodes w of rule are the same at every tau, times densityAt(tau + w) (the density of s there);
+  // S added to S0.
+  function fixedKernelSums(rule, tau, S0, out, densityAt) {
+    const { w, k } = rule;
+    let [S, f, chi, eta] = [S0, 0, 0, 0];
+    for (let i = 0; i < w.length; i++) {
+      const density = densityAt(tau + w[i]);
+      S += density * k[4 * i];
+      f += density * k[4 * i + 1];
+      chi += density * k[4 * i + 2];
+      eta += density * k[4 * i + 3];
     }
     out.S = S;
     out.f = f;
@@ -686,6 +702,8 @@
     }
     return { z: Float64Array.from(z), weight: Float64Array.from(weight) };
   })();
+  // room for the nodes u = alpha z of the normal law's panels at one scale
+  const NORMAL_U = new Float64Array(NORMAL_PANELS.z.length);
   // attnscale.exact._make_window_edges and _fixed_kernels for the normal law (panel width 1): the nodes in
   // w and the four kernels times their weights; null below a scale of 1.1 (the law's panels instead)
   function normalRule(alpha) {
@@ -711,37 +729,20 @@
   }
   // S, f, chi, eta at one tau (attnscale.exact._inner for the normal law), into out
   function innerNormal(alpha, rule, tau, out) {
-    let [S, f, chi, eta] = [0, 0, 0, 0];
     if (rule) {
-      const { w, k } = rule;
       const inverse = 1 / alpha;
-      for (let i = 0; i < w.length; i++) {
-        const s = (tau + w[i]) * inverse;
-        const density = Math.exp(-0.5 * s * s - LOG_ROOT_2PI);
-        S += density * k[4 * i];
-        f += density * k[4 * i + 1];
-        chi += density * k[4 * i + 2];
-        eta += density * k[4 * i + 3];
-      }
+      fixedKernelSums(rule, tau, 0, out, (v) => {
+        const s = v * inverse;
+        return Math.exp(-0.5 * s * s - LOG_ROOT_2PI);
+      });
       const top = (tau + W_EDGES[W_EDGES.length - 1]) / alpha;
-      S += top >= NORMAL_EDGE ? 0 : normalSurvival(top);
-    } else {
-      const { z, weight } = NORMAL_PANELS;
-      for (let i = 0; i < z.length; i++) {
-        const w = Math.min(alpha * z[i] - tau, 700); // e^w beyond e^700 only multiplies exp(-e^w) = 0
-        const y = Math.exp(w);
-        const psi = weight[i] * y * Math.exp(-y);
-        S += weight[i] * -Math.expm1(-y);
-        f += psi;
-        chi += psi * y;
-        eta += psi * (w + EULER_GAMMA);
-      }
+      out.S += top >= NORMAL_EDGE ? 0 : normalSurvival(top);
+      return out;
     }
-    out.S = S;
-    out.f = f;
-    out.chi = chi;
-    out.eta = eta;
-    return out;
+    const { z, weight } = NORMAL_PANELS;
+    const u = NORMAL_U;
+    for (let i = 0; i < z.length; i++) u[i] = alpha * z[i];
+    return nodeSums(u, weight, z.length, tau, 0, null, Infinity, out);
   }
   // E[H] ("entropy") or E[alpha (1 - sum p^2)] ("gradient") for n normal scores at the scale alpha
   // (attnscale.expected_entropy and expected_gradient); fast: coarser outer panels, for a solver's first steps

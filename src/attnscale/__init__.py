@@ -18,6 +18,13 @@ from .cosine import (
 )
 from .decoder import best_causal_scale, gradient_fraction
 from .deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments, log_growth_law
+from .diagnose import (
+    LawDiagnosis,
+    accumulation_scale,
+    diagnose_law,
+    iid_critical_scale,
+    planted_length_factor,
+)
 from .entropy import (
     entropy_invariant_scale,
     entropy_matching_scale,
@@ -65,10 +72,19 @@ from .montecarlo import (
 )
 from .plotting import use_book_style
 from .recipes import (
+    ADAPTIVE_TEMPERATURE_POLY,
+    adaptive_temperature,
+    critical_scale,
+    entropy_matched_scale,
+    head_scale_from_entropy,
+    infoscale_factor,
+    llama4_attention_scale,
     logn_beyond_training_scale,
+    longrope_attention_factor,
     qknorm_initial_scale,
     scalable_softmax_scale,
     standard_scale,
+    yarn_mscale,
     yarn_scale,
 )
 from .softmax import (
@@ -95,20 +111,24 @@ from .training import (
 from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retrieval_task
 
 __all__ = [
+    "ADAPTIVE_TEMPERATURE_POLY",
     "ARCHITECTURES",
     "ATTENTIONS",
     "LENGTH_VERDICT",
     "Answer",
     "CheckCannotDiscriminate",
     "CheckFailed",
+    "LawDiagnosis",
     "Recommendation",
     "ScaleEntry",
     "ScoreLaw",
     "TrainingResult",
     "TunedTraining",
     "TypicalRowScales",
+    "accumulation_scale",
     "activation_second_moment",
     "activation_second_moments",
+    "adaptive_temperature",
     "answers",
     "attention_loss_and_gradients",
     "attention_scores",
@@ -125,10 +145,13 @@ __all__ = [
     "cosine_law",
     "cosine_log_mgf",
     "cosine_objective",
+    "critical_scale",
     "crossed_components",
     "crossed_contrast",
     "crossed_interval",
+    "diagnose_law",
     "entropy_invariant_scale",
+    "entropy_matched_scale",
     "entropy_matching_scale",
     "evaluate_attention",
     "expected_collision",
@@ -150,12 +173,18 @@ __all__ = [
     "gradient_limit",
     "gradient_objective",
     "he_std",
+    "head_scale_from_entropy",
+    "iid_critical_scale",
+    "infoscale_factor",
     "init_projections",
     "layer_second_moments",
+    "llama4_attention_scale",
     "log_growth_law",
     "logn_beyond_training_scale",
+    "longrope_attention_factor",
     "median_interval",
     "paired_difference",
+    "planted_length_factor",
     "qknorm_initial_scale",
     "recommend_scale",
     "renyi2_entropy",
@@ -182,47 +211,6 @@ __all__ = [
     "use_book_style",
     "welch_tolerance",
     "xavier_std",
-    "yarn_scale",
-]
-
-# Part IV, recipes: every published length rule (issue 14).
-from .recipes import (
-    ADAPTIVE_TEMPERATURE_POLY,
-    adaptive_temperature,
-    critical_scale,
-    entropy_matched_scale,
-    head_scale_from_entropy,
-    infoscale_factor,
-    llama4_attention_scale,
-    longrope_attention_factor,
-    yarn_mscale,
-)
-
-__all__ += [
-    "ADAPTIVE_TEMPERATURE_POLY",
-    "adaptive_temperature",
-    "critical_scale",
-    "entropy_matched_scale",
-    "head_scale_from_entropy",
-    "infoscale_factor",
-    "llama4_attention_scale",
-    "longrope_attention_factor",
     "yarn_mscale",
-]
-
-# Part III, which law: the gaps at the top of a row (issue 30).
-from .diagnose import (  # noqa: E402
-    LawDiagnosis,
-    accumulation_scale,
-    diagnose_law,
-    iid_critical_scale,
-    planted_length_factor,
-)
-
-__all__ += [
-    "LawDiagnosis",
-    "accumulation_scale",
-    "diagnose_law",
-    "iid_critical_scale",
-    "planted_length_factor",
+    "yarn_scale",
 ]

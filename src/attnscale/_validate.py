@@ -26,6 +26,7 @@ __all__ = [
     "scale",
     "scores",
     "seed",
+    "spike_and_bulk",
 ]
 
 
@@ -140,3 +141,28 @@ def generator(rng, name: str = "rng") -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"{name} must be a numpy.random.Generator, got {type(rng).__name__}")
     return rng
+
+
+def spike_and_bulk(spike, bulk_mean, bulk_sd, spike_name: str = "spike"):
+    """A row model's per-row spike (or target) logit, bulk mean and bulk spread.
+
+    Finite, non-empty arrays, ``bulk_sd >= 0``, that broadcast together;
+    returns the three arrays and their broadcast shape.
+    """
+    names = (spike_name, "bulk_mean", "bulk_sd")
+    spike, bulk_mean, bulk_sd = (
+        real_array(v, name) for v, name in zip((spike, bulk_mean, bulk_sd), names, strict=True)
+    )
+    for name, array in zip(names, (spike, bulk_mean, bulk_sd), strict=True):
+        if array.size == 0:
+            raise ValueError(f"{name} must not be empty")
+    if np.any(bulk_sd < 0):
+        raise ValueError(f"bulk_sd must be >= 0, got {bulk_sd[bulk_sd < 0].flat[0]:g}")
+    try:
+        shape = np.broadcast_shapes(spike.shape, bulk_mean.shape, bulk_sd.shape)
+    except ValueError:
+        raise ValueError(
+            f"{spike_name}, bulk_mean and bulk_sd must broadcast together, got shapes "
+            f"{spike.shape}, {bulk_mean.shape} and {bulk_sd.shape}"
+        ) from None
+    return spike, bulk_mean, bulk_sd, shape

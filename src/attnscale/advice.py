@@ -190,6 +190,20 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
     Returns
     -------
     dict of str to Answer
+
+    See Also
+    --------
+    Answer : the fields of one answer.
+    recommend_scale : the scales themselves, for one setting.
+
+    Examples
+    --------
+    >>> from attnscale import answers
+    >>> book = answers(n=512, d=64)
+    >>> list(book)
+    ['dot', 'cosine', 'contrastive', 'decoder', 'length']
+    >>> print(book["dot"].recommendation)
+    $1/\\sqrt d$ on $q\\cdot k$ ($\\alpha = 1$)
     """
     for name, value, low in (
         ("n", n, 2),

@@ -118,6 +118,25 @@ def check_close(
         tolerances.
     CheckCannotDiscriminate
         When an alternative in ``rules_out`` passes the same tolerance.
+
+    See Also
+    --------
+    check_true : a claim that is a condition, not a value.
+    check_holds : a claim tested by a function of the value.
+
+    Examples
+    --------
+    A check passes, and returns how close the routes came; a wrong claim
+    within the tolerance makes it refuse to pass:
+
+    >>> import numpy as np
+    >>> from attnscale import check_close
+    >>> check_close(np.sqrt(2.0) ** 2, 2.0, check="sqrt(2) squared", rtol=1e-15, rules_out={"3/2": 1.5})
+    2.220446049250313e-16
+    >>> check_close(2.0, 2.0, check="two", rtol=0.5, rules_out={"3/2": 1.5})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    attnscale.checks.CheckCannotDiscriminate: check cannot discriminate: two: the wrong claim '3/2' ...
     """
     alternatives = _alternatives(rules_out, exempt, check)
     a, b, err, allowed, bad, rel = _compare(actual, desired, rtol, atol)
@@ -164,6 +183,17 @@ def check_true(
         not separate the claims and :class:`CheckCannotDiscriminate` is raised.
     exempt : str, optional
         Instead of ``rules_out``: why no competing claim exists.
+
+    See Also
+    --------
+    check_close : a claim that is a value, to a tolerance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import check_true
+    >>> weights = np.array([0.2, 0.3, 0.5])
+    >>> check_true(weights > 0, check="weights are positive", rules_out={"one weight is 0": weights > 0.25})
     """
     alternatives = _alternatives(rules_out, exempt, check)
     _require(np.asarray(condition, dtype=bool), check, detail)

@@ -240,14 +240,7 @@ def planted_length_factor(top, bulk_mean, bulk_sd, n, train_length):
     >>> bool(np.isclose(lam, 1 + np.log(4095 / 63) / 8))
     True
     """
-    top = _validate.real_array(top, "top")
-    mu = _validate.real_array(bulk_mean, "bulk_mean")
-    sd = _validate.real_array(bulk_sd, "bulk_sd")
-    for name, arr in (("top", top), ("bulk_mean", mu), ("bulk_sd", sd)):
-        if arr.size == 0:
-            raise ValueError(f"{name} must not be empty")
-    if np.any(sd < 0):
-        raise ValueError(f"bulk_sd must be >= 0, got {sd[sd < 0].flat[0]:g}")
+    top, mu, sd, shape = _validate.spike_and_bulk(top, bulk_mean, bulk_sd, "top")
     n = _validate.key_count(n)
     if np.any(n > 1e15):
         raise ValueError(f"n must be <= 1e15, got {n[n > 1e15].flat[0]:g}")
@@ -255,13 +248,6 @@ def planted_length_factor(top, bulk_mean, bulk_sd, n, train_length):
     if L.ndim:
         raise ValueError("train_length must be a single length")
     L = float(L)
-    try:
-        shape = np.broadcast_shapes(top.shape, mu.shape, sd.shape)
-    except ValueError:
-        raise ValueError(
-            "top, bulk_mean and bulk_sd must broadcast together, "
-            f"got shapes {top.shape}, {mu.shape}, {sd.shape}"
-        ) from None
     delta = np.broadcast_to(top - mu, shape)[..., None]
     sig = np.broadcast_to(sd, shape)[..., None]
     if np.any(delta <= 0):
@@ -625,40 +611,12 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     >>> bool(1.5 < out.shape < 3.0)
     True
     """
-    x = _validate.real_array(scores, "scores")
-    if x.ndim != 2:
-        raise ValueError(f"scores must be a 2-D array (rows, keys), got {x.ndim} dimension(s)")
+    x, n, k = _diagnose_arguments(scores, lengths, tail, level, resamples)
     rows, L = x.shape
-    if rows < 8:
-        raise ValueError(f"scores must have at least 8 rows (queries), got {rows}")
-    if L < 16:
-        raise ValueError(f"scores must have at least 16 keys per row, got {L}")
-    n = _validate.key_count(lengths, "lengths")
-    if np.any(n > 1e15):
-        raise ValueError(f"lengths must be <= 1e15, got {n[n > 1e15].flat[0]:g}")
-    n = np.atleast_1d(n).ravel()
-    if tail is None:
-        k = max(4, L // 4)
-    else:
-        if isinstance(tail, bool) or not isinstance(tail, (int, np.integer)) or not 4 <= tail < L:
-            raise ValueError(f"tail must be an integer in [4, keys), got {tail!r}")
-        k = int(tail)
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 20:
-        raise ValueError(f"resamples must be an integer >= 20, got {resamples!r}")
-
     spacing, depth, ordered, scale = _spacings(x, k)
     fits = _tail_fits(spacing.mean(axis=0), L, k)
     model = min(fits, key=lambda m: fits[m][2])
-
-    # the bootstrap: resample the rows (independent queries), refit
-    counts = np.zeros((resamples, rows))
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, rows, (resamples, rows))
-    np.add.at(counts, (np.arange(resamples)[:, None], picks), 1.0)
-    boot_fits = _tail_fits(counts @ spacing / rows, L, k)
-    boot_depth = counts @ depth / rows
+    picks, boot_fits, boot_depth = _bootstrap_fits(spacing, depth, L, k, resamples, seed)
     tails = _expanded_tails(level, rows)
     # a power tail whose shape is not told apart from 0 is the exponential
     # tail, where both models meet (xi = 0, beta = 1): read it as Weibull-type
@@ -675,16 +633,8 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         _factor(boot_fits["power"], "power", boot_depth, L, k, n),
     )
     boot_shape = np.array([_law_name(model, v)[1] for v in boot_fits[model][1]])
-
-    # planted-margin test: the top spacing D_1 is about a(p_1) E_1, at the
-    # first plotting position p_1 = (1 - c)/L (c < 1: a mean spacing exists)
-    c_first = 0.5 if model == "weibull" else (1.0 + min(max(slope, -2.0), 0.9)) / 2
-    a_first = _scale_function(fits[model][0], slope, model, np.log(L / (1.0 - c_first)))
-    planted_fraction = float(np.mean(spacing[:, 0] > _OUTLIER * a_first))
+    planted_fraction, operating = _planted_margin(spacing, scale, fits[model][0], slope, model, L)
     planted = planted_fraction > _PLANTED_FRACTION
-    # the rows' own operating point c = alpha / alpha_c(L) at alpha = 1:
-    # alpha_c(L) = 1 / (a(1/L) * scale) in logit units
-    operating = float(np.median(_scale_function(fits[model][0], slope, model, np.log(L)) * scale))
     if planted:
         target, bulk = ordered[:, 0], ordered[:, 1:]
         per_row = planted_length_factor(target, bulk.mean(axis=-1), bulk.std(axis=-1), n, L)
@@ -709,6 +659,59 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         factor_interval=interval,
         level=float(level),
     )
+
+
+def _diagnose_arguments(scores, lengths, tail, level, resamples):
+    """The checked arguments of :func:`diagnose_law`: the rows, the target lengths (1-D) and k."""
+    x = _validate.real_array(scores, "scores")
+    if x.ndim != 2:
+        raise ValueError(f"scores must be a 2-D array (rows, keys), got {x.ndim} dimension(s)")
+    rows, L = x.shape
+    if rows < 8:
+        raise ValueError(f"scores must have at least 8 rows (queries), got {rows}")
+    if L < 16:
+        raise ValueError(f"scores must have at least 16 keys per row, got {L}")
+    n = _validate.key_count(lengths, "lengths")
+    if np.any(n > 1e15):
+        raise ValueError(f"lengths must be <= 1e15, got {n[n > 1e15].flat[0]:g}")
+    n = np.atleast_1d(n).ravel()
+    if tail is None:
+        k = max(4, L // 4)
+    else:
+        if isinstance(tail, bool) or not isinstance(tail, (int, np.integer)) or not 4 <= tail < L:
+            raise ValueError(f"tail must be an integer in [4, keys), got {tail!r}")
+        k = int(tail)
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 20:
+        raise ValueError(f"resamples must be an integer >= 20, got {resamples!r}")
+    return x, n, k
+
+
+def _bootstrap_fits(spacing, depth, L, k, resamples, seed):
+    """The bootstrap over rows (independent queries): the rows each resample picks, its fits and depth."""
+    rows = spacing.shape[0]
+    counts = np.zeros((resamples, rows))
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, rows, (resamples, rows))
+    np.add.at(counts, (np.arange(resamples)[:, None], picks), 1.0)
+    return picks, _tail_fits(counts @ spacing / rows, L, k), counts @ depth / rows
+
+
+def _planted_margin(spacing, scale, c0, slope, model, L):
+    """The planted-margin test's fraction of rows, and the rows' operating point under the i.i.d. fit.
+
+    The top spacing D_1 is about a(p_1) E_1, at the first plotting position
+    p_1 = (1 - c)/L (c < 1: a mean spacing exists); the fraction is that of
+    rows whose D_1 exceeds a(p_1) log 20.  The operating point is the median
+    of c = alpha / alpha_c(L) at alpha = 1, with alpha_c(L) = 1 / (a(1/L) *
+    scale) in logit units.
+    """
+    c_first = 0.5 if model == "weibull" else (1.0 + min(max(slope, -2.0), 0.9)) / 2
+    a_first = _scale_function(c0, slope, model, np.log(L / (1.0 - c_first)))
+    planted_fraction = float(np.mean(spacing[:, 0] > _OUTLIER * a_first))
+    operating = float(np.median(_scale_function(c0, slope, model, np.log(L)) * scale))
+    return planted_fraction, operating
 
 
 def _expanded_tails(level, rows):

@@ -92,6 +92,18 @@ def gaussian_meanfield_entropy(alpha, n):
         :math:`\sqrt{2\log n}`, where it reaches 0; beyond that the row
         "freezes" onto its largest scores, the true entropy stays of order
         one, and this formula (which turns negative) does not apply.
+
+    See Also
+    --------
+    expected_entropy : the exact expectation it approximates.
+    entropy_matching_scale : the scale that keeps it constant across lengths.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import gaussian_meanfield_entropy
+    >>> bool(np.isclose(gaussian_meanfield_entropy(1.0, 512), np.log(512) - 0.5))
+    True
     """
     alpha = _validate.scale(alpha)
     n = _validate.key_count(n)
@@ -118,6 +130,16 @@ def entropy_invariant_scale(n, d, train_length=512):
     -------
     numpy.ndarray or float
         The scale; all arguments broadcast together.
+
+    See Also
+    --------
+    entropy_matching_scale : the mean-field rule for Gaussian scores.
+
+    Examples
+    --------
+    >>> from attnscale import entropy_invariant_scale
+    >>> float(entropy_invariant_scale(512, 64)), float(entropy_invariant_scale(4096, 64))
+    (0.125, 0.16666666666666666)
     """
     n = _validate.key_count(n)
     d = _validate.at_least(d, "d", 1.0, what=" (the head dimension)")
@@ -149,6 +171,20 @@ def entropy_matching_scale(n, alpha_train, train_length=512):
     numpy.ndarray or float
         The scale; 0 where :math:`\alpha_L^2 + 2\log(n/L) < 0` (short
         sequences whose entropy cannot reach the training value).
+
+    See Also
+    --------
+    gaussian_meanfield_entropy : the entropy it holds constant.
+    entropy_invariant_scale : the published :math:`\log_L n` rule.
+
+    Examples
+    --------
+    From :math:`\alpha_L = 1` at :math:`L = 512` to :math:`n = 8L`:
+
+    >>> import numpy as np
+    >>> from attnscale import entropy_matching_scale
+    >>> bool(np.isclose(entropy_matching_scale(4096, 1.0, 512), np.sqrt(1 + 2 * np.log(8))))
+    True
     """
     n = _validate.key_count(n)
     alpha_train = _validate.scale(alpha_train, "alpha_train")
@@ -200,23 +236,9 @@ def spike_over_bulk_entropy(spike, bulk_mean, bulk_sd, n, rng):
     >>> bool(np.isclose(h, np.log(8)))
     True
     """
-    spike = _validate.real_array(spike, "spike")
-    bulk_mean = _validate.real_array(bulk_mean, "bulk_mean")
-    bulk_sd = _validate.real_array(bulk_sd, "bulk_sd")
-    for name, array in (("spike", spike), ("bulk_mean", bulk_mean), ("bulk_sd", bulk_sd)):
-        if array.size == 0:
-            raise ValueError(f"{name} must not be empty")
-    if np.any(bulk_sd < 0):
-        raise ValueError(f"bulk_sd must be >= 0, got {bulk_sd[bulk_sd < 0].flat[0]:g}")
+    spike, bulk_mean, bulk_sd, shape = _validate.spike_and_bulk(spike, bulk_mean, bulk_sd)
     n = _validate.count(n, "n", 2)
     rng = _validate.generator(rng)
-    try:
-        shape = np.broadcast_shapes(spike.shape, bulk_mean.shape, bulk_sd.shape)
-    except ValueError:
-        raise ValueError(
-            f"spike, bulk_mean and bulk_sd must broadcast together, got shapes "
-            f"{spike.shape}, {bulk_mean.shape} and {bulk_sd.shape}"
-        ) from None
     rows = int(np.prod(shape, dtype=np.int64))
     flat = [np.broadcast_to(a, shape).reshape(rows) for a in (spike, bulk_mean, bulk_sd)]
     out = np.empty(rows)

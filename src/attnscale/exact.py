@@ -188,6 +188,13 @@ class ScoreLaw:
         next to them, with the outer integral resolved there, not on panels
         in :math:`s` fixed by the kernel alone.
 
+    Notes
+    -----
+    Long because it is one frozen dataclass: twelve documented fields, the
+    checks that a law integrates to 1, and four short methods (the panels'
+    mass above a point, the survival function, its inverse, the hard ends),
+    none over 20 lines.
+
     See Also
     --------
     gaussian_law, cosine_law : the two laws the book uses.

@@ -95,6 +95,21 @@ def paired_difference(a, b, axis=0, level=0.95):
     Returns
     -------
     mean, half : numpy.ndarray or float
+
+    See Also
+    --------
+    seed_interval : the interval of one arm.
+    crossed_interval : the interval when seeds and other factors cross.
+
+    Examples
+    --------
+    Two arms run with the same four seeds:
+
+    >>> import numpy as np
+    >>> from attnscale import paired_difference
+    >>> mean, half = paired_difference([1.0, 2.0, 3.0, 4.0], [0.5, 1.4, 2.6, 3.5])
+    >>> round(float(mean), 6), round(float(half), 4)
+    (0.5, 0.1299)
     """
     a, b = _validate.real_array(a, "a"), _validate.real_array(b, "b")
     if a.shape != b.shape:

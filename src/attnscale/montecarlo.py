@@ -41,6 +41,18 @@ def sample_gaussian_scores(samples, n, rng):
         Keys per row, ``>= 2``.
     rng : numpy.random.Generator
         The source of randomness (seed it for reproducible numbers).
+
+    See Also
+    --------
+    sample_cosine_scores : the same for cosine scores.
+    sampled_objective : the objective averaged over such rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale import sample_gaussian_scores
+    >>> sample_gaussian_scores(3, 5, np.random.default_rng(0)).shape
+    (3, 5)
     """
     samples, n = _validate.count(samples, "samples"), _validate.count(n, "n", 2)
     return rng.standard_normal((samples, n))

@@ -223,6 +223,17 @@ def attention_scores(w_query, w_key, keys, queries):
     numpy.ndarray
         Shape ``(replicas, batch, scales, n)``.
     """
+    w_query, w_key, keys, queries = _checked_projections(w_query, w_key, keys, queries)
+    _, u = _query_and_key_vector(w_query, w_key, queries)
+    return u @ np.swapaxes(keys, -1, -2)
+
+
+def _checked_projections(w_query, w_key, keys, queries):
+    """The projections and a batch as float arrays of matching shapes, or raise.
+
+    ``w_query`` and ``w_key``: one shape ``(replicas, scales, d, m)``; ``keys``
+    ``(replicas, batch, n, m)``; ``queries`` ``(replicas, batch, m)``.
+    """
     w_query = _validate.real_array(w_query, "w_query")
     w_key = _validate.real_array(w_key, "w_key")
     if w_query.ndim != 4 or w_query.shape != w_key.shape:
@@ -230,16 +241,14 @@ def attention_scores(w_query, w_key, keys, queries):
             f"w_query and w_key must have the same shape (replicas, scales, d, m), "
             f"got {w_query.shape} and {w_key.shape}"
         )
+    replicas, m = w_query.shape[0], w_query.shape[-1]
     keys = _validate.real_array(keys, "keys")
     queries = _validate.real_array(queries, "queries")
-    if keys.ndim != 4 or keys.shape[0] != w_query.shape[0] or keys.shape[-1] != w_query.shape[-1]:
-        raise ValueError(
-            f"keys must have shape ({w_query.shape[0]}, batch, n, {w_query.shape[-1]}), got {keys.shape}"
-        )
-    if queries.shape != (*keys.shape[:2], keys.shape[-1]):
-        raise ValueError(f"queries must have shape {(*keys.shape[:2], keys.shape[-1])}, got {queries.shape}")
-    _, u = _query_and_key_vector(w_query, w_key, queries)
-    return u @ np.swapaxes(keys, -1, -2)
+    if keys.ndim != 4 or keys.shape[0] != replicas or keys.shape[-1] != m:
+        raise ValueError(f"keys must have shape ({replicas}, batch, n, {m}), got {keys.shape}")
+    if queries.shape != (*keys.shape[:2], m):
+        raise ValueError(f"queries must have shape {(*keys.shape[:2], m)}, got {queries.shape}")
+    return w_query, w_key, keys, queries
 
 
 def _query_and_key_vector(w_query, w_key, queries):
@@ -324,23 +333,11 @@ def attention_loss_and_gradients(
         :math:`\partial L/\partial W_Q`, :math:`\partial L/\partial W_K` (shapes
         of the weights) and :math:`\partial L/\partial g` (shape ``(replicas, scales)``).
     """
-    w_query = _validate.real_array(w_query, "w_query")
-    w_key = _validate.real_array(w_key, "w_key")
-    if w_query.ndim != 4 or w_query.shape != w_key.shape:
-        raise ValueError(
-            f"w_query and w_key must have the same shape (replicas, scales, d, m), "
-            f"got {w_query.shape} and {w_key.shape}"
-        )
-    replicas, n_scales, _, m = w_query.shape
+    w_query, w_key, keys, queries = _checked_projections(w_query, w_key, keys, queries)
+    replicas, n_scales = w_query.shape[:2]
     scales = _validate.scale(scales, "scales")
     if scales.shape != (n_scales,):
         raise ValueError(f"scales must have shape ({n_scales},), got {scales.shape}")
-    keys = _validate.real_array(keys, "keys")
-    queries = _validate.real_array(queries, "queries")
-    if keys.ndim != 4 or keys.shape[0] != replicas or keys.shape[-1] != m:
-        raise ValueError(f"keys must have shape ({replicas}, batch, n, {m}), got {keys.shape}")
-    if queries.shape != (*keys.shape[:2], m):
-        raise ValueError(f"queries must have shape {(*keys.shape[:2], m)}, got {queries.shape}")
     targets = np.asarray(targets)
     if targets.shape != keys.shape[:2] or targets.dtype.kind not in "iu":
         raise ValueError(f"targets must be integers of shape {keys.shape[:2]}")
