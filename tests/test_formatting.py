@@ -242,7 +242,8 @@ def test_captioned_table_wraps_a_pipe_table():
     text = captioned_table("| n | x |\n|---|---:|\n| 2 | -1.5 |", caption="X.", name="tab-x")
     assert text == "```{table} X.\n:name: tab-x\n\n| n | x |\n|---|---:|\n| 2 | \u22121.5 |\n```\n"
     # a cell's ± is bound to its numbers (no wrap mid-number); math is left to MathJax
-    text = captioned_table("| a | b |\n|---|---|\n| 0.8 ± 0.1 | $x \\pm -1$ ± 2 |", caption="X.", name="tab-x")
+    table = "| a | b |\n|---|---|\n| 0.8 ± 0.1 | $x \\pm -1$ ± 2 |"
+    text = captioned_table(table, caption="X.", name="tab-x")
     assert "| 0.8\u00a0±\u00a00.1 | $x \\pm -1$\u00a0±\u00a02 |" in text
     with pytest.raises(ValueError, match="header"):
         captioned_table("| | x |\n|---|---|\n| a | 1 |", caption="X.", name="tab-x")
@@ -262,7 +263,8 @@ def test_tables_read_in_plain_jupyter():
 
     plain = load_extension("notebook_downloads")._plain_tables
     listed = results_table(["arm", "loss"], [["O", ("1.2", "-0.1 ± 0.2")]], caption="Loss.", name="tab-x")
-    assert plain(listed) == "*Loss.*\n\n| arm | loss |\n| --- | --- |\n| O | 1.2<br>\u22120.1\u00a0±\u00a00.2 |\n\n"
+    want = "| O | 1.2<br>\u22120.1\u00a0±\u00a00.2 |"
+    assert plain(listed) == f"*Loss.*\n\n| arm | loss |\n| --- | --- |\n{want}\n\n"
     piped = captioned_table("| n | x |\n|---|---:|\n| 2 | 1 |", caption="X.", name="tab-y")
     assert plain(piped) == "*X.*\n\n| n | x |\n|---|---:|\n| 2 | 1 |\n\n"
 
