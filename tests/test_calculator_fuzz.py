@@ -27,9 +27,10 @@ import attnscale as at
 from attnscale import calculator
 from attnscale.__main__ import main
 
-#: A generous bound per call (the target is under a second on an idle machine, which
-#: benchmarks/bench_calculator.py measures); the suite shares two cores with the book build.
-SECONDS = 5.0
+#: A guard against a hang, not a speed test (the target is under a second on an idle
+#: machine, which benchmarks/bench_calculator.py measures): the suite shares two cores
+#: among two workers and the background build (5 s was once exceeded by 0.08 s there).
+SECONDS = 30.0
 FUZZ = settings(
     max_examples=80,
     deadline=None,

@@ -86,7 +86,10 @@ def test_huge_lengths_answer_fast_in_bounded_memory(d):
         tracemalloc.stop()
         assert np.isfinite(alpha) and alpha > 0 and 2 <= n_ref <= max_length and 0 < share <= 1
         assert peak < 20e6, f"peak {peak / 1e6:.1f} MB at L = {max_length:g}"
-        assert elapsed < 5.0  # typically 0.2 s; generous for a loaded machine
+        # a guard against a hang, not a speed test (typically 0.2 s; its speed is
+        # benchmarks/bench_calculator.py's): the suite shares two cores among two
+        # workers and the background build
+        assert elapsed < 30.0
 
 
 def test_share_at_the_optimum_grows_with_length_and_stays_below_one():

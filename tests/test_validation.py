@@ -247,6 +247,9 @@ def test_every_public_function_is_covered():
         "gaussian_law",  # no arguments
         "seed_interval",  # return a pair: tests/test_intervals.py checks them and their arguments
         "crossed_interval",  # also a pair (mean, half): tests/test_intervals.py
+        "crossed_contrast",  # a pair, and crossed_components a named tuple: tests/test_intervals.py
+        "crossed_components",
+        "format_interval",  # table formatting: bad input tested in tests/test_formatting.py
         "paired_difference",
         "welch_tolerance",  # tests/test_intervals.py checks its arguments
         "answers",  # returns text; tests/test_advice.py checks its arguments

@@ -130,10 +130,10 @@ def check_close(
     within the tolerance makes it refuse to pass:
 
     >>> import numpy as np
-    >>> from attnscale import check_close
-    >>> check_close(np.sqrt(2.0) ** 2, 2.0, check="sqrt(2) squared", rtol=1e-15, rules_out={"3/2": 1.5})
+    >>> import attnscale as at
+    >>> at.check_close(np.sqrt(2.0) ** 2, 2.0, check="sqrt(2) squared", rtol=1e-15, rules_out={"3/2": 1.5})
     2.220446049250313e-16
-    >>> check_close(2.0, 2.0, check="two", rtol=0.5, rules_out={"3/2": 1.5})  # doctest: +ELLIPSIS
+    >>> at.check_close(2.0, 2.0, check="two", rtol=0.5, rules_out={"3/2": 1.5})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     attnscale.checks.CheckCannotDiscriminate: check cannot discriminate: two: the wrong claim '3/2' ...
