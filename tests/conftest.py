@@ -115,6 +115,19 @@ GROUPED_FILES = {
 }
 
 
+#: The calculator page's cosine tests: about half of that file's time (the
+#: causal cosine row alone takes minutes on a loaded machine), so a group of
+#: their own lets the two workers share the file (each makes its page once).
+CALCULATOR_PAGE_COSINE = {
+    "test_causal_cosine_matches_the_package",
+    "test_cosine_rows_across_the_domain",
+    "test_cosine_solve_matches_the_package",
+    "test_cosine_expectations_match_the_package",
+    "test_cosine_corners_give_the_package_rows_or_a_message",
+    "test_cosine_gradient_scale_matches_the_package",
+}
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(session, config, items):
     """Tests that read the built book go last (stable order otherwise); the costly files' halves grouped."""
@@ -122,7 +135,10 @@ def pytest_collection_modifyitems(session, config, items):
     for item in items:
         if item.path.name in GROUPED_FILES:
             half = "book" if _reads_background(item) else "free"
-            item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}-{half}"))
+            group = f"{item.path.stem}-{half}"
+            if item.path.name == "test_calculator_page.py" and item.originalname in CALCULATOR_PAGE_COSINE:
+                group += "-cosine"  # the file's longest tests, on the other worker
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_collection_finish(session):

@@ -489,7 +489,8 @@ NOTES = {
         "for a head that must find one key among n, the book's retrieval models needed a factor growing "
         "like log n past L (ch. retrieval: without positions Qwen's won back over half of the accuracy "
         "lost by 16L, and with RoPE an NTK-aware base did most of the repair; ch. needle: on text, "
-        "Qwen's on top of an NTK-aware base added more than the base); a language model that barely "
+        "at 16L Qwen's on top of an NTK-aware base added more than the base, which up to 8L was the "
+        "larger repair); a language model that barely "
         "used its context gained little from any rule (ch. language-model); measure your heads' best "
         "factor on held-out data"
     ),
