@@ -65,6 +65,8 @@ def settings_(draw):
         elif kind == "entropy":
             share = draw(st.floats(1e-6, 1.0 - 1e-6))
             kwargs["head_entropy"] = share * math.log(kwargs["train_length"])
+    elif not kwargs["causal"]:
+        kwargs["contrastive"] = draw(st.booleans())  # a loss over n candidates: neither causal nor L
     return kwargs
 
 
@@ -73,8 +75,9 @@ def assert_sound(rec, kwargs):
     # the book's answer first, and a measured head's factor times alpha_L is its unit scale; a rule
     # that sets the scale itself (no notion of a head) has no factor
     assert rec.recommended and rec.entries[0].group == "answer"
+    assert (rec.answer == "contrastive") == kwargs.get("contrastive", False)
     for e in rec.entries:
-        assert (e.factor is not None) == (rec.measured and not e.absolute)
+        assert (e.factor is not None) == (rec.train_length is not None and not e.absolute)
         if e.factor is not None:
             assert e.factor * rec.alpha_train == pytest.approx(e.unit_scale, rel=1e-12)
     root = math.sqrt(kwargs["d"])

@@ -247,10 +247,11 @@ def test_calculator_scales_the_length_rules_by_the_measured_head():
     assert sqrt_rule.unit_scale == pytest.approx(math.sqrt(alpha_l**2 + 2 * math.log(n / length)), rel=1e-14)
     assert sqrt_rule.factor == pytest.approx(math.sqrt(1 + 2 * math.log(n / length) / alpha_l**2), rel=1e-14)
     assert rec.alpha_train == alpha_l
-    # the standard and gradient rows do not depend on the head
+    # the gradient row does not depend on the head; the standard row is the head as trained (factor 1)
     plain = at.recommend_scale(d, n, train_length=length)
-    for name in ("standard 1/sqrt(d)", "gradient (Gaussian mean field)"):
-        assert _entries(plain)[name].unit_scale == _entries(rec)[name].unit_scale
+    name = "gradient (Gaussian mean field)"
+    assert _entries(plain)[name].unit_scale == _entries(rec)[name].unit_scale
+    assert _entries(rec)["standard 1/sqrt(d)"].unit_scale == alpha_l
 
 
 def test_recommendation_record():
@@ -483,12 +484,17 @@ def test_a_measured_heads_rule_factor_is_exactly_the_rules_factor(measure):
     assert rows["yarn"].factor == float(at.yarn_mscale(n / length)) ** 2
     assert rows["llama4"].factor == float(at.llama4_attention_scale(n))
     assert rows["trained"].factor == 1.0
+    assert rows["standard"].factor == 1.0  # the scale the head was trained with: nothing to change
     # every length row: the factor times alpha_L is the scale on the unit-variance score
     for e in rec.entries:
         if not e.absolute:
             assert e.factor * rec.alpha_train == pytest.approx(e.unit_scale, rel=1e-15)
-    # and without a measurement there is no factor to confuse with the scale
-    assert all(e.factor is None for e in at.recommend_scale(128, n, train_length=length).entries)
+    # without a measurement the factors are the rules' own (alpha_L = 1 where a row needs one) ...
+    plain = _keyed(at.recommend_scale(128, n, train_length=length))
+    assert plain["qwen"].factor == math.log(n) / math.log(length)
+    assert plain["qwen"].factor == plain["qwen"].unit_scale
+    # ... and without a training length there is no factor to confuse with the scale
+    assert all(e.factor is None for e in at.recommend_scale(128, n).entries)
 
 
 def _header(lines):
@@ -514,22 +520,28 @@ def test_the_table_says_which_number_is_which():
     assert _header(plain).split()[:2] == ["criterion", "scale"] and "factor" not in _header(plain)
 
 
-@pytest.mark.parametrize("measure", [dict(head_scale=2.436), dict(head_entropy=5.5)])
+@pytest.mark.parametrize("measure", [dict(head_scale=2.436), dict(head_entropy=5.5), {}])
 def test_a_rule_with_no_notion_of_a_head_prints_no_factor(measure):
-    """The standard scale, the gradient criterion, QK-norm's g: no factor on a trained head, anywhere."""
+    """The gradient criterion, QK-norm's g: no factor on a trained head; the standard scale's is 1."""
     for scores in ("dot", "cosine"):
         rec = at.recommend_scale(128, 32768, scores=scores, train_length=4096, **measure)
         rows = _keyed(rec)
-        for key in ("standard", "gradient", *(["qknorm"] if scores == "cosine" else [])):
+        for key in ("gradient", *(["qknorm"] if scores == "cosine" else [])):
             assert rows[key].absolute and rows[key].factor is None, (scores, key)
             line = next(
                 line for line in str(rec).splitlines() if line.strip().startswith(rows[key].criterion)
             )
             assert line.split()[len(rows[key].criterion.split())] == "absolute", line
-        assert rows["standard"].unit_scale == 1.0  # its scale, which no head changes
+        # the standard scale on a trained head: factor 1, and the head's own alpha_L on the unit score
+        assert not rows["standard"].absolute and rows["standard"].factor == 1.0
+        assert rows["standard"].unit_scale == rec.alpha_train
         assert all(e.factor is not None for e in rec.entries if not e.absolute)
         printed = dict(zip((e.key for e in rec.entries), rec.cells(), strict=True))
-        assert printed["standard"] == ("absolute", "1.000")
+        assert printed["standard"][0] == "1.000"
+    # without a training length it sets the scale itself
+    plain = _keyed(at.recommend_scale(128, 32768))
+    assert plain["standard"].absolute and plain["standard"].factor is None
+    assert plain["standard"].unit_scale == 1.0
 
 
 def test_qknorm_is_an_initial_value_not_a_published_scale():
@@ -546,13 +558,36 @@ def test_the_marked_length_row_says_to_extend_rope_first():
     assert advice.ROPE_FIRST in at.answers()["length"].recommendation
     for measure in (dict(), dict(head_scale=2.0)):
         rec = at.recommend_scale(128, 32768, train_length=4096, **measure)
-        assert rec.how.startswith(advice.ROPE_FIRST + ", then multiply a retrieval head's trained logits")
+        assert rec.how.startswith(advice.ROPE_FIRST + ", then multiply the trained logits past L")
         assert f"by this row's factor, {math.log(32768) / math.log(4096):.4g} here" in rec.how
         text = " ".join(str(rec).split())
         marked = text.index("Qwen log_L(n)")
         assert text.index(" ".join(rec.how.split())) > marked  # under the marked row
         assert text.index(" ".join(rec.how.split())) < text.index("published rules")
     assert at.recommend_scale(128, 4096, train_length=4096).how == ""  # within L: the row says it all
+    # in a decoder: log t/log L per position past L, the printed factor the last position's
+    causal = at.recommend_scale(128, 32768, causal=True, train_length=4096)
+    assert causal.how.startswith(
+        advice.ROPE_FIRST + ", then multiply the trained logits of the query at each"
+    )
+    assert (
+        "log t/log L" in causal.how
+        and f"this row's {math.log(32768) / math.log(4096):.4g} is the last" in causal.how
+    )
+
+
+def test_a_contrastive_loss_marks_the_gradient_row_as_an_order_of_magnitude():
+    """Issue 31: the contrastive switch marks the gradient row, and says it is an order of magnitude."""
+    rec = at.recommend_scale(768, 64, scores="cosine", contrastive=True)
+    assert rec.answer == "contrastive" and [e.key for e in rec.recommended] == ["gradient"]
+    assert rec.recommended[0].scale == pytest.approx(float(at.cosine_alpha_star(64, 768)), rel=1e-12)
+    assert rec.how.startswith("an order of magnitude") and f"about {rec.recommended[0].scale:.2g}" in rec.how
+    assert "contrastive', low confidence" in str(rec)
+    for bad in (dict(causal=True), dict(train_length=512)):
+        with pytest.raises(ValueError, match="contrastive loss scores its n candidates at once"):
+            at.recommend_scale(768, 64, scores="cosine", contrastive=True, **bad)
+    with pytest.raises(TypeError, match="contrastive must be True or False"):
+        at.recommend_scale(768, 64, contrastive="yes")
 
 
 def test_causal_settings_say_which_entropy_and_which_position():

@@ -1401,7 +1401,8 @@
   const timesHead = (s, factor, ...notes) => ({ unit: s.a * factor, factor, notes });
   const ARITHMETIC = {
     trained: [(s) => s.L !== null && s.n > s.L, (s) => timesHead(s, 1)],
-    standard: [always, () => scaled(1)],
+    // on a trained head (a training length given): the scale it was trained with, factor 1 (calculator._standard)
+    standard: [always, (s, table) => (s.L !== null ? timesHead(s, 1, say(table, "standard trained")) : scaled(1))],
     gradient: [always, gradient],
     "base 512": [(s) => s.L === null, (s, table) => scaled(Math.log(s.n) / Math.log(512), say(table, "base 512"))],
     "entropy-invariant": [withL, (s) => timesHead(s, Math.log(s.n) / Math.log(s.L))],
@@ -1489,7 +1490,7 @@
     const T = table.words.table;
     const [raw, unit] = [T[`raw ${s.scores}`], T[`unit ${s.scores}`]];
     const length = s.L !== null ? fill(T.length, { L: s.L }) : "";
-    const suffix = s.measured ? " measured" : "";
+    const suffix = s.measured ? " measured" : s.L !== null ? " factor" : "";
     const title = fill(T["title" + suffix], { raw, d: s.d, n: s.n, causal: s.causal ? T.causal : "", length });
     const values = { raw, unit, alpha: s.a };
     const out = { title, first: fill(T["first" + suffix], values), second: fill(T["second" + suffix], values) };
@@ -1497,7 +1498,7 @@
     for (const g of table.words.groups) out[`group ${g}`] = fill(T[`group ${g}`], { answer, level });
     out.columns = [
       T["column criterion"],
-      s.measured ? T["column factor"] : T["column scale"],
+      s.L !== null ? T["column factor"] : T["column scale"],
       T["column std"],
       T["column source"],
     ];
@@ -1511,18 +1512,20 @@
     return result.entries.map((e) => {
       if (e.cli) return null;
       let first;
-      if (!result.setting.measured) first = fmtG(e.scale, 4);
+      if (result.setting.L === null) first = fmtG(e.scale, 4);
       else first = e.factor === null ? table.words.table.absolute : fixed(e.factor);
       return [first, fixed(e.unit)];
     });
   }
 
-  // attnscale.calculator._how: how to use the marked row, from the book's answer, its factor filled in
+  // attnscale.calculator._how: how to use the marked row, from the book's answer (in a decoder its causal
+  // words where it has them), its factor and raw scale filled in
   function howWords(answer, entries, s, table) {
-    const template = table.words.answers.how[answer];
-    const marked = entries.filter((e) => e.group === "answer" && !e.absolute && !e.cli);
+    const how = table.words.answers.how;
+    const template = (s.causal ? how[`${answer} causal`] : undefined) ?? how[answer];
+    const marked = entries.filter((e) => e.group === "answer" && !e.cli);
     if (template === undefined || marked.length === 0) return "";
-    return fill(template, { factor: marked[0].factor ?? marked[0].unit / s.a });
+    return fill(template, { factor: marked[0].factor ?? marked[0].unit / s.a, scale: marked[0].scale });
   }
 
   // The whole table for one setting: {entries, notes} or {error, field}
@@ -1547,11 +1550,13 @@
         headEntropy: checkNumber(table, typed.headEntropy, "head_entropy", -Infinity, Infinity),
         scores: input.scores === "cosine" ? "cosine" : "dot",
         causal: Boolean(input.causal),
+        contrastive: Boolean(input.contrastive),
       };
       if (s.headScale !== null && s.headEntropy !== null) throw inputError(table, "head_scale", "both");
       if ((s.headScale !== null || s.headEntropy !== null) && s.L === null) {
         throw inputError(table, s.headScale !== null ? "head_scale" : "head_entropy", "needs L");
       }
+      if (s.contrastive && (s.causal || s.L !== null)) throw inputError(table, "contrastive", "contrastive");
       if (s.headEntropy !== null) s.a = headFromEntropy(s, table);
     } catch (error) {
       if (error.field === undefined) throw error; // a bug, not the reader's input
@@ -1560,8 +1565,9 @@
     s.a ??= s.headScale ?? 1;
     s.measured = s.headScale !== null || s.headEntropy !== null;
     // attnscale.advice.calculator_answer: the answer of the book that applies, whose rows are marked
-    const answer =
-      s.L !== null && s.n > s.L ? "length" : s.scores === "cosine" ? "cosine" : s.causal ? "decoder" : "dot";
+    let answer = s.scores === "cosine" ? "cosine" : s.causal ? "decoder" : "dot";
+    if (s.L !== null && s.n > s.L) answer = "length";
+    if (s.contrastive) answer = "contrastive";
     const marked = table.words.answers.rows[answer];
     const notes = [];
     const addNote = (note) => notes.includes(note) || notes.push(note);
@@ -1600,10 +1606,13 @@
         const raw = s.scores === "dot" ? out.unit / root : out.unit * root;
         // never a degenerate scale, as the package's _run
         if (Number.isFinite(out.unit) && out.unit > 0 && Number.isFinite(raw) && raw > 0) {
-          // with a measured head, a length rule's factor on its trained logits (attnscale.calculator._run);
-          // a rule that sets the scale itself has none
-          const factor = s.measured && !rule.absolute ? (out.factor ?? out.unit / s.a) : null;
-          entries.push(Object.assign(entry, { unit: out.unit, scale: raw, factor }));
+          // with a training length, a length rule's factor on the trained logits, exactly (the standard
+          // scale's 1), or its scale over alpha_L; a rule that sets the scale itself has none
+          // (attnscale.calculator._run)
+          let factor = null;
+          if (s.L !== null) factor = out.factor ?? (rule.absolute ? null : out.unit / s.a);
+          const absolute = rule.absolute && factor === null;
+          entries.push(Object.assign(entry, { unit: out.unit, scale: raw, factor, absolute }));
         } else {
           out.notes.push(`${name}: gives no usable scale here; left out`);
         }
@@ -1899,7 +1908,8 @@
       headScale: value("head_scale"),
       headEntropy: value("head_entropy"),
     };
-    const result = recommend({ ...fields, scores: value("scores"), causal: form.elements.causal.checked }, table);
+    const flags = { causal: form.elements.causal.checked, contrastive: form.elements.contrastive.checked };
+    const result = recommend({ ...fields, scores: value("scores"), ...flags }, table);
     // bad input: the last good table stays, dimmed, with the reason above it
     message.textContent = result.error || "";
     out.classList.toggle("calc-stale", Boolean(result.error));
@@ -1925,7 +1935,10 @@
     const body = [];
     let group = null;
     // the words on how to use the marked row, under it (attnscale.calculator.Recommendation.table)
-    const how = () => el("tr", [el("td", result.how, { colspan: "4" })], { class: "calc-how calc-recommended" });
+    const how = () =>
+      el("tr", [el("td", [el("div", result.how, { class: "calc-how-text" })], { colspan: "4" })], {
+        class: "calc-how calc-recommended",
+      });
     result.entries.forEach((e, i) => {
       if (e.group !== group) {
         if (group === "answer" && result.how) body.push(how());

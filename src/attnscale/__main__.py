@@ -1,5 +1,5 @@
-"""Command line: ``python -m attnscale scale --d 128 --n 4096 [--cosine] [--causal] [--train-length 512]
-[--head-entropy H | --head-scale A]``.
+"""Command line: ``python -m attnscale scale --d 128 --n 4096 [--cosine] [--causal | --contrastive]
+[--train-length 512] [--head-entropy H | --head-scale A]``.
 
 Prints every criterion's scale for the setting as a table, starting from the
 head's measured entropy or scale at the training length when given (and
@@ -39,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument("--n", required=True, help="number of keys, or the longest sequence if --causal")
     scale.add_argument("--cosine", action="store_true", help="scores are cosines of normalized q and k")
     scale.add_argument("--causal", action="store_true", help="one scale for every position of a decoder")
+    scale.add_argument(
+        "--contrastive",
+        action="store_true",
+        help="a contrastive loss over n candidates (its answer: the gradient row, an order of magnitude)",
+    )
     scale.add_argument("--train-length", default=None, help="training length, for length rules")
     # one or the other; recommend_scale says so in the words the page uses, and these are its notes
     # under the form's fields (attnscale.calculator.FIELDS)
@@ -63,7 +68,10 @@ def main(argv=None) -> int:
             )
         }
         recommendation = recommend_scale(
-            scores="cosine" if args.cosine else "dot", causal=args.causal, **numbers
+            scores="cosine" if args.cosine else "dot",
+            causal=args.causal,
+            contrastive=args.contrastive,
+            **numbers,
         )
     except (ValueError, TypeError) as error:
         print(f"{parser.prog}: error: {_one_line(error)}", file=sys.stderr)

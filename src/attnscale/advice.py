@@ -53,7 +53,9 @@ __all__ = [
 
 #: What to do first with RoPE past the training length, in plain words: part of
 #: ``LENGTH_VERDICT`` and of the calculator's line under its marked row (``CALCULATOR_HOW``).
-ROPE_FIRST = "with RoPE, first extend the rotary frequencies (an NTK-aware base, or YaRN's)"
+ROPE_FIRST = (
+    "with RoPE, first extend the rotary frequencies (an NTK-aware base: the extension the book tested)"
+)
 
 #: What the book's retrieval and language-model experiments (chapters
 #: *Retrieval past the training length*, *A needle in the text* and *A
@@ -67,9 +69,10 @@ LENGTH_VERDICT = (
     "positions the factor won back over half of the accuracy lost by $16L$; with RoPE the frequency "
     "extension was the larger repair up to $8L$, and on a needle planted in text, at $16L$, where the "
     "extension alone held little, the factor added more and matched a $\\log n$ factor trained in.  "
-    "Apply it to retrieval heads: the book's language model, which uses little long context, gained "
-    "little from any rule with RoPE and lost by every rule applied at test without positions.  "
-    "Measure your own heads' best factor on held-out data"
+    "The book put the factor on every head; its language model, which uses little long context, gained "
+    "little from any rule with RoPE and lost by every rule applied at test without positions, so "
+    "measure your own heads' best factor on held-out data (a retrieval head is one whose weight "
+    "on the key it must find is largest)"
 )
 
 
@@ -77,6 +80,7 @@ LENGTH_VERDICT = (
 CONFIDENCE = {"dot": "high", "cosine": "low", "contrastive": "low", "decoder": "medium", "length": "medium"}
 
 #: The rows of the scale calculator (keys of ``attnscale.calculator.RULES``) that state each answer.
+#: (A contrastive loss is the calculator's ``contrastive`` switch: its answer is the gradient row.)
 CALCULATOR_ROWS = {
     "dot": ("standard",),
     "cosine": ("standard",),
@@ -86,26 +90,40 @@ CALCULATOR_ROWS = {
 }
 
 
-#: How to use the calculator's marked row, by answer, in plain text: a
-#: ``str.format`` template whose ``{factor}`` is the row's factor on the head's
-#: trained logits (the calculator prints it under the row; an answer without an
-#: entry needs no words beyond its row).
+#: How to use the calculator's marked row, by answer (``"length causal"``: past
+#: the training length in a decoder), in plain text: a ``str.format`` template
+#: whose ``{factor}`` is the row's factor on the head's trained logits and
+#: ``{scale}`` its scale on the raw score (the calculator prints it under the
+#: row; an answer without an entry needs no words beyond its row).
 CALCULATOR_HOW = {
     "length": (
-        ROPE_FIRST + ", then multiply a retrieval head's trained logits past L by this row's factor, "
-        "{factor:.4g} here, at test; without positions, the factor alone"
+        ROPE_FIRST + ", then multiply the trained logits past L by this row's factor, {factor:.4g} here, "
+        "at test (without positions, the factor alone); the book tested it on every head of decoders, whose "
+        "query at position t takes log t/log L.  YaRN's and LongRoPE's rows carry factors of their own, "
+        "for their own frequency changes: one or the other, not both"
+    ),
+    "length causal": (
+        ROPE_FIRST + ", then multiply the trained logits of the query at each position t > L by "
+        "log t/log L at test, and leave positions up to L as trained (this row's {factor:.4g} is the "
+        "last position's, t = n; without positions, the factor alone); the book put it on every head.  "
+        "YaRN's and LongRoPE's rows carry factors of their own, for their own frequency changes: one or "
+        "the other, not both"
+    ),
+    "contrastive": (
+        "an order of magnitude, not a value to three figures: start a search of the scale (the inverse "
+        "temperature) near this row's, about {scale:.2g}; the book's argument gives the tens that "
+        "published contrastive scales use, not their values"
     ),
 }
 
 
-def calculator_answer(scores, causal, n, train_length) -> str:
+def calculator_answer(scores, causal, n, train_length, contrastive=False) -> str:
     """Which answer applies to a setting of the scale calculator (a key of :func:`answers`).
 
-    Running past a given training length (``n > train_length``) is ``"length"``;
+    A contrastive loss (the calculator's switch) is ``"contrastive"``;
+    running past a given training length (``n > train_length``) is ``"length"``;
     otherwise cosine scores are ``"cosine"``, a causal head with dot products
-    ``"decoder"``, and any other ``"dot"``.  (A contrastive loss is not an
-    attention setting the calculator can tell apart; its answer is the
-    ``"gradient"`` row for cosines.)
+    ``"decoder"``, and any other ``"dot"``.
 
     Examples
     --------
@@ -113,7 +131,11 @@ def calculator_answer(scores, causal, n, train_length) -> str:
     'length'
     >>> calculator_answer("cosine", True, 4096, None)
     'cosine'
+    >>> calculator_answer("cosine", False, 64, None, contrastive=True)
+    'contrastive'
     """
+    if contrastive:
+        return "contrastive"
     if train_length is not None and n > train_length:
         return "length"
     if scores == "cosine":
@@ -275,8 +297,9 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "$2L$ to $16L$; one model size, and a language model that barely uses its context gained "
             "little from any rule (and lost without positions)",
             "{ref}`retrieval <ch-retrieval>`; {ref}`needle <ch-needle>`; {ref}`which law <ch-which-law>`; "
-            "{ref}`language model <ch-language-model>`; {ref}`recipes <ch-recipes>`",
-            ("retrieval", "needle", "language-model", "recipes"),
+            "{ref}`language model <ch-language-model>`; {ref}`encoders <ch-bidirectional>`; "
+            "{ref}`recipes <ch-recipes>`",
+            ("retrieval", "needle", "language-model", "bidirectional", "recipes"),
         )
     )
     return {row.key: row for row in rows}

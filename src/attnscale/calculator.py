@@ -72,12 +72,13 @@ class ScaleEntry:
     source : str
         Where the rule comes from.
     factor : float or None
-        With a measured head, for a rule defined relative to the head's
-        trained scale (a length rule): the factor on the head's *trained*
-        logits, which already carry its scale :math:`\alpha_L`
-        (``unit_scale`` is ``factor`` times :math:`\alpha_L`); exactly the
+        With a training length, for a rule defined relative to the head's
+        trained scale (a length rule, and the standard scale, whose factor
+        is 1): the factor on the head's *trained* logits, which already
+        carry its scale :math:`\alpha_L` (``unit_scale`` is ``factor``
+        times :math:`\alpha_L`, measured or the default 1); exactly the
         rule's own factor (Qwen's :math:`\log_L n`).  ``None`` without a
-        measurement, and for an ``absolute`` row.
+        training length, and for an ``absolute`` row.
     group : str
         What the row is: ``"answer"`` (what ``attnscale.answers`` recommends
         for the setting), ``"published"`` (a published rule), ``"initial"``
@@ -91,8 +92,9 @@ class ScaleEntry:
         Whether the rule sets the scale itself (on the unit-variance score,
         ``unit_scale``) instead of a factor on a trained head's scale: not a
         length rule (the standard scale, the gradient criterion, QK-norm's
-        initial value).  Such a row has no ``factor``; the table prints
-        ``TABLE["absolute"]`` in its place.
+        initial value; the standard scale too without a training length).
+        Such a row has no ``factor``; the table prints ``TABLE["absolute"]``
+        in its place.
     """
 
     criterion: str
@@ -133,12 +135,14 @@ class Recommendation:
         The key of the answer of ``attnscale.answers`` that applies here
         (``attnscale.advice.calculator_answer``); its rows have ``group == "answer"``.
     measured : bool
-        Whether ``alpha_train`` was measured (then each entry that is not
-        ``absolute`` has a ``factor``).
+        Whether ``alpha_train`` was measured.
     how : str
         How to use the marked row(s), in plain words, from the book's answer
         (``attnscale.advice.CALCULATOR_HOW``; with RoPE past :math:`L`, extend
         the rotary frequencies first); empty when the row says it all.
+    contrastive : bool
+        Whether the setting is a contrastive loss over ``n`` candidates (its
+        answer is the gradient row, an order of magnitude).
     """
 
     d: float
@@ -152,6 +156,12 @@ class Recommendation:
     answer: str = "dot"
     measured: bool = False
     how: str = ""
+    contrastive: bool = False
+
+    @property
+    def factors(self) -> bool:
+        """Whether the table prints factors on trained logits: whenever a training length is given."""
+        return self.train_length is not None
 
     @property
     def recommended(self) -> tuple[ScaleEntry, ...]:
@@ -161,10 +171,10 @@ class Recommendation:
     def table(self) -> str:
         """The recommendation as a plain-text table, in lines of at most 88 columns.
 
-        With a measured head the first number is the factor on its trained
-        logits (``TABLE["absolute"]`` for a rule that sets the scale itself)
-        and the second the scale on the unit-variance score; without one,
-        the scale on the raw score and on the unit-variance score.  The rows
+        With a training length the first number is the factor on the head's
+        trained logits (``TABLE["absolute"]`` for a rule that sets the scale
+        itself) and the second the scale on the unit-variance score; without
+        one, the scale on the raw score and on the unit-variance score.  The rows
         come in groups under a heading each: what the book recommends here
         (with how to use it, ``how``), the published rules, published initial
         values, the book's criteria.  ``cells`` gives every row's printed
@@ -192,13 +202,13 @@ class Recommendation:
     def cells(self) -> list[tuple[str, str]]:
         """Each entry's two numbers as the table prints them (the page prints the same strings).
 
-        With a measured head, the factor (``_fixed``) or ``TABLE["absolute"]``,
+        With a training length, the factor (``_fixed``) or ``TABLE["absolute"]``,
         then the unit scale; without one, the raw scale to four significant
         digits, then the unit scale.
         """
         out = []
         for e in self.entries:
-            if not self.measured:
+            if not self.factors:
                 first = f"{e.scale:.4g}"
             else:
                 first = TABLE["absolute"] if e.factor is None else _fixed(e.factor)
@@ -221,6 +231,7 @@ TABLE = {
     "title measured": (
         "factor for softmax(factor * trained logits) of a measured head, d = {d:g}, n = {n:g}{causal}{length}"
     ),
+    "title factor": "factor for softmax(factor * trained logits), d = {d:g}, n = {n:g}{causal}{length}",
     "causal": ", causal",
     "length": ", L = {L:g}",
     "first measured": (
@@ -231,6 +242,15 @@ TABLE = {
     "second measured": (
         "x std: the scale on the unit-variance score {unit} (1 is the standard scale): the factor "
         "times alpha_L, or the absolute rule's own scale"
+    ),
+    "first factor": (
+        "factor: multiplies a trained head's logits (a formula in a length rule's name is this factor); "
+        "no head measured, so alpha_L = 1 where a row needs it (x std, the sqrt rule, the exact match); "
+        "absolute: a rule that sets the scale itself, so no factor on a trained head (read its x std)"
+    ),
+    "second factor": (
+        "x std: the scale on the unit-variance score {unit} (1 is the standard scale): the factor "
+        "times alpha_L = 1, or the absolute rule's own scale"
     ),
     "first": "scale: multiplies {raw}",
     "second": (
@@ -262,7 +282,7 @@ def _table_words(rec) -> dict:
     """The table's title, its two explaining lines, its columns and group headings, filled in for ``rec``."""
     raw, unit = TABLE[f"raw {rec.scores}"], TABLE[f"unit {rec.scores}"]
     length = TABLE["length"].format(L=rec.train_length) if rec.train_length is not None else ""
-    suffix = " measured" if rec.measured else ""
+    suffix = " measured" if rec.measured else " factor" if rec.factors else ""
     title = TABLE["title" + suffix].format(
         raw=raw, d=rec.d, n=rec.n, causal=TABLE["causal"] if rec.causal else "", length=length
     )
@@ -273,7 +293,7 @@ def _table_words(rec) -> dict:
         "second": TABLE["second" + suffix].format(**values),
         "columns": [
             TABLE["column criterion"],
-            TABLE["column factor"] if rec.measured else TABLE["column scale"],
+            TABLE["column factor"] if rec.factors else TABLE["column scale"],
             TABLE["column std"],
             TABLE["column source"],
         ],
@@ -304,6 +324,9 @@ ERRORS = {
     "positive": "{name} must be > 0, got {value:g}",
     "both": "give head_entropy or head_scale, not both",
     "needs L": "a measured head (head_entropy or head_scale) needs train_length",
+    "contrastive": (
+        "a contrastive loss scores its n candidates at once: give neither causal nor train_length with it"
+    ),
     "entropy L": (
         "head_entropy needs train_length <= {top:g} (the exact expectation's range); give head_scale instead"
     ),
@@ -371,6 +394,11 @@ class _Setting:
     train_length: float | None
     alpha_l: float
     measured: bool = False
+
+    @property
+    def factors(self) -> bool:
+        """Whether rows give a factor on the trained logits (``Recommendation.factors``)."""
+        return self.train_length is not None
 
     @property
     def law(self) -> str:
@@ -467,6 +495,10 @@ NOTES = {
         "exceeds log n = {log_n:.3g}, the entropy of a uniform row over n keys"
     ),
     "exact reach": "{name}: not computed, " + _OUT_OF_REACH,
+    "standard trained": (
+        "standard 1/sqrt(d): a model trained at 1/sqrt(d) keeps it at every length, so its factor on "
+        "the trained logits is 1 (nothing to change)"
+    ),
     "head scale": "head measured: alpha_L = {alpha:.4g} at L = {L:g}",
     "head entropy": (
         "head measured: entropy {entropy:.4g} nats at L = {L:g}, "
@@ -554,6 +586,8 @@ def _past_l(s: _Setting) -> bool:
 
 
 def _standard(s):
+    if s.factors:  # on a trained head: the scale it was trained with, factor 1
+        return _times_head(s, 1.0, _say("standard trained"))
     return _scale(1.0)
 
 
@@ -757,13 +791,20 @@ def _run(rule: _Rule, setting: _Setting):
     if not (np.isfinite(unit) and unit > 0 and np.isfinite(raw) and raw > 0):  # never a degenerate scale
         return None, (*outcome.notes, f"{name}: gives no usable scale here ({unit!r}); left out")
     factor = None
-    # a length rule's own factor, exactly, or its scale over alpha_L; none for an absolute rule
-    if setting.measured and not rule.absolute:
-        factor = outcome.factor if outcome.factor is not None else unit / setting.alpha_l
-    return ScaleEntry(name, raw, unit, source, factor, key=rule.key, absolute=rule.absolute), outcome.notes
+    # with a training length: a length rule's own factor, exactly (the standard scale's 1), or its
+    # scale over alpha_L; none for a rule that sets the scale itself
+    if setting.factors:
+        if outcome.factor is not None:
+            factor = outcome.factor
+        elif not rule.absolute:
+            factor = unit / setting.alpha_l
+    absolute = rule.absolute and factor is None
+    return ScaleEntry(name, raw, unit, source, factor, key=rule.key, absolute=absolute), outcome.notes
 
 
-def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_entropy=None, head_scale=None):
+def recommend_scale(
+    d, n, scores="dot", causal=False, train_length=None, head_entropy=None, head_scale=None, contrastive=False
+):
     r"""Every criterion's scale for one setting (the book's scale calculator).
 
     The length rules multiply the head's scale at the training length,
@@ -772,10 +813,11 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     default :math:`\alpha_L = 1` (unit-variance scores at the standard
     scale), which the notes state.
 
-    With a measured head each row also gives the factor to put on the
+    With a training length each row also gives the factor to put on the
     head's *trained* logits, which already carry :math:`\alpha_L` (a length
-    rule's factor exactly, e.g. Qwen's :math:`\log_L n`; any other row's
-    scale divided by :math:`\alpha_L`).  The row or rows that
+    rule's factor exactly, e.g. Qwen's :math:`\log_L n`; the standard
+    scale's 1; any other row's scale divided by :math:`\alpha_L`; none for
+    a rule that sets the scale itself).  The row or rows that
     :func:`attnscale.answers` recommends for the setting
     (``attnscale.advice.calculator_answer``) come first, marked
     ``group="answer"``; then the published rules; then the book's criteria.
@@ -812,6 +854,9 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     head_scale : float, optional
         The head's measured scale :math:`\alpha_L` on the unit-variance
         score, ``0 < head_scale <= 1e6``.  Needs ``train_length``; not with ``head_entropy``.
+    contrastive : bool, optional
+        A contrastive loss over ``n`` candidates (its answer, an order of
+        magnitude, is the gradient row); not with ``causal`` or ``train_length``.
 
     Returns
     -------
@@ -823,10 +868,11 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     ValueError
         ``d`` outside ``[2, 1e6]``, ``n`` or ``train_length`` outside ``[2, 1e15]``, an unknown
         ``scores``, non-finite values, a measurement without ``train_length``,
-        both measurements at once, or a measured entropy that no head of the
-        score law has at scales the exact expectation covers.
+        both measurements at once, a measured entropy that no head of the
+        score law has at scales the exact expectation covers, or
+        ``contrastive`` with ``causal`` or ``train_length``.
     TypeError
-        Non-numeric arguments, or a non-boolean ``causal``.
+        Non-numeric arguments, or a non-boolean ``causal`` or ``contrastive``.
 
     See Also
     --------
@@ -845,17 +891,18 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
     >>> round(qwen.factor, 4)
     1.25
 
-    The standard scale sets the scale itself: it has no factor on a trained head.
+    A model trained at the standard scale keeps it: factor 1 on its trained logits.
 
-    >>> next(e for e in rec.entries if e.key == "standard").factor is None
-    True
+    >>> next(e for e in rec.entries if e.key == "standard").factor
+    1.0
     """
     d = _number(d, "d", 2.0, MAX_D, " (the head dimension)")
     n = _number(n, "n", 2.0, MAX_KEYS, " (at least two keys)")
     if not isinstance(scores, str) or scores not in ("dot", "cosine"):
         raise ValueError(f"scores must be 'dot' or 'cosine', got {scores!r}")
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be True or False, got {type(causal).__name__}")
+    for name, flag in (("causal", causal), ("contrastive", contrastive)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {type(flag).__name__}")
     if train_length is not None:
         train_length = _number(train_length, "train_length", 2.0, MAX_KEYS)
     if head_scale is not None:
@@ -866,6 +913,8 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
         raise ValueError(ERRORS["both"])
     if (head_entropy is not None or head_scale is not None) and train_length is None:
         raise ValueError(ERRORS["needs L"])
+    if contrastive and (causal or train_length is not None):
+        raise ValueError(ERRORS["contrastive"])
 
     law = "gaussian" if scores == "dot" else "cosine"
     notes = []
@@ -888,7 +937,7 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
             notes.append(_say("causal length"))
     measured = head_scale is not None or head_entropy is not None
     setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l, measured)
-    answer = advice.calculator_answer(scores, bool(causal), n, train_length)
+    answer = advice.calculator_answer(scores, bool(causal), n, train_length, bool(contrastive))
     entries = []
     for rule in RULES:
         if not rule.applies(setting):
@@ -899,20 +948,38 @@ def recommend_scale(d, n, scores="dot", causal=False, train_length=None, head_en
             entries.append(dataclasses.replace(entry, group=group))
         notes.extend(note for note in rule_notes if note not in notes)
     entries.sort(key=lambda e: GROUPS.index(e.group))  # stable: the order of RULES within a group
-    how = _how(answer, entries, alpha_l)
+    how = _how(answer, causal, entries, alpha_l)
     return Recommendation(
-        d, n, scores, bool(causal), train_length, alpha_l, tuple(entries), tuple(notes), answer, measured, how
+        d,
+        n,
+        scores,
+        bool(causal),
+        train_length,
+        alpha_l,
+        tuple(entries),
+        tuple(notes),
+        answer,
+        measured,
+        how,
+        bool(contrastive),
     )
 
 
-def _how(answer, entries, alpha_l) -> str:
-    """How to use the marked row, from the book's answer, with the row's factor filled in (or "")."""
-    template = advice.CALCULATOR_HOW.get(answer)
-    marked = [e for e in entries if e.group == "answer" and not e.absolute]
+def _how(answer, causal, entries, alpha_l) -> str:
+    """How to use the marked row, from the book's answer, with the row's numbers filled in (or "").
+
+    The template is ``advice.CALCULATOR_HOW[answer + " causal"]`` for a
+    causal setting where there is one, else ``[answer]``; its fields are the
+    row's ``factor`` on the trained logits and its ``scale`` on the raw score.
+    """
+    how = advice.CALCULATOR_HOW
+    template = how.get(f"{answer} causal") if causal else None
+    template = template or how.get(answer)
+    marked = [e for e in entries if e.group == "answer"]
     if template is None or not marked:
         return ""
     factor = marked[0].factor if marked[0].factor is not None else marked[0].unit_scale / alpha_l
-    return template.format(factor=factor)
+    return template.format(factor=factor, scale=marked[0].scale)
 
 
 def _head_from_entropy(head_entropy, train_length, law, d):
