@@ -99,13 +99,13 @@ CALCULATOR_HOW = {
     "length": (
         ROPE_FIRST + ", then multiply the trained logits past L by this row's factor, {factor:.4g} here, "
         "at test (without positions, the factor alone); the book tested it on every head of decoders, whose "
-        "query at position t takes log t/log L.  YaRN's and LongRoPE's rows carry factors of their own, "
+        "query at position t takes log t/log L. YaRN's and LongRoPE's rows carry factors of their own, "
         "for their own frequency changes: one or the other, not both"
     ),
     "length causal": (
         ROPE_FIRST + ", then multiply the trained logits of the query at each position t > L by "
         "log t/log L at test, and leave positions up to L as trained (this row's {factor:.4g} is the "
-        "last position's, t = n; without positions, the factor alone); the book put it on every head.  "
+        "last position's, t = n; without positions, the factor alone); the book put it on every head. "
         "YaRN's and LongRoPE's rows carry factors of their own, for their own frequency changes: one or "
         "the other, not both"
     ),
