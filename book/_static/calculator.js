@@ -576,14 +576,10 @@
     const delta = n > 2 ? -Math.expm1(-80 / (n - 2)) : 1;
     const lowS = delta < 0.5 ? law.topScore(2 * delta) : -2 * Math.sin(0.5 * law.hi) ** 2;
     const lower = alpha * lowS - 6 - (n <= 2 ? 6 : 0);
-    const q = {};
     const rule = quadratureRule(law, alpha);
+    const inner = (tau, q) => innerCosine(rule, tau, q);
     const coarse = Array.from({ length: 49 }, (_, k) => lower + ((upper - lower) * k) / 48);
-    const logv = coarse.map((tau) => {
-      innerCosine(rule, tau, q);
-      const v = Math.log(q.f) + log1pPower(q.S, Math.max(n - 2, 0));
-      return what === "gradient" ? v : Math.max(v, Math.log(q.chi) + log1pPower(q.S, n - 1));
-    });
+    const logv = coarseLogs(coarse, inner, n, what);
     let edges = fast ? adaptiveEdges(coarse, logv, 32, 8, 1) : adaptiveEdges(coarse, logv);
     if (law.rough) {
       // each end of the support puts structure of width ~1 into tau: the
@@ -601,12 +597,30 @@
       const [a, b] = [edges[0], edges[edges.length - 1]];
       edges = [...new Set([...edges, ...extra.filter((t) => t > a && t < b)])].sort((u, v) => u - v);
     }
+    return panelSum(edges, inner, alpha, n, what);
+  }
+
+  // The route both laws share (attnscale.exact): the integrand's log on a coarse grid of tau, which
+  // places the panels, then 8-point Gauss-Legendre on each panel.  inner(tau, q) fills q's f, S, chi and
+  // eta at tau (the law's kernel sums).
+  function coarseLogs(coarse, inner, n, what) {
+    const q = {};
+    return coarse.map((tau) => {
+      inner(tau, q);
+      const v = Math.log(q.f) + log1pPower(q.S, Math.max(n - 2, 0));
+      return what === "gradient" ? v : Math.max(v, Math.log(q.chi) + log1pPower(q.S, n - 1));
+    });
+  }
+
+  // E[alpha (1 - sum p^2)] (what = "gradient") or E[H] ("entropy") from the panels' edges in tau.
+  function panelSum(edges, inner, alpha, n, what) {
+    const q = {};
     let sum = 0;
     for (let k = 0; k + 1 < edges.length; k++) {
       const half = 0.5 * (edges[k + 1] - edges[k]);
       const mid = 0.5 * (edges[k] + edges[k + 1]);
       for (let j = 0; j < 8; j++) {
-        innerCosine(rule, mid + half * GL_X[j], q);
+        inner(mid + half * GL_X[j], q);
         sum +=
           half *
           GL_W[j] *
@@ -753,31 +767,13 @@
     const delta = n > 2 ? -Math.expm1(-80 / (n - 2)) : 1;
     const lowS = delta < 0.5 ? clip(normalTopScore(2 * delta)) : -NORMAL_EDGE;
     const lower = alpha * lowS - 6 - (n <= 2 ? 6 : 0);
-    const q = {};
     const rule = normalRule(alpha);
+    const inner = (tau, q) => innerNormal(alpha, rule, tau, q);
     const step = (upper - lower) / 48; // numpy's linspace: k step + start, the last point the end itself
     const coarse = Array.from({ length: 49 }, (_, k) => (k === 48 ? upper : k * step + lower));
-    const logv = coarse.map((tau) => {
-      innerNormal(alpha, rule, tau, q);
-      const v = Math.log(q.f) + log1pPower(q.S, Math.max(n - 2, 0));
-      return what === "gradient" ? v : Math.max(v, Math.log(q.chi) + log1pPower(q.S, n - 1));
-    });
+    const logv = coarseLogs(coarse, inner, n, what);
     const edges = fast ? adaptiveEdges(coarse, logv, 32, 8, 1) : adaptiveEdges(coarse, logv);
-    let sum = 0;
-    for (let k = 0; k + 1 < edges.length; k++) {
-      const half = 0.5 * (edges[k + 1] - edges[k]);
-      const mid = 0.5 * (edges[k] + edges[k + 1]);
-      for (let j = 0; j < 8; j++) {
-        innerNormal(alpha, rule, mid + half * GL_X[j], q);
-        sum +=
-          half *
-          GL_W[j] *
-          (what === "gradient"
-            ? q.f * q.f * Math.exp(log1pPower(q.S, n - 2))
-            : q.eta * Math.exp(log1pPower(q.S, n - 1)));
-      }
-    }
-    return what === "gradient" ? alpha * n * (n - 1) * sum : -n * sum;
+    return panelSum(edges, inner, alpha, n, what);
   }
   // attnscale.recipes._expected_entropy for Gaussian scores, remembered for the last few hundred calls
   const normalCache = new Map();
