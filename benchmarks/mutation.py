@@ -976,6 +976,25 @@ CLAIM_MUTANTS = [
         '    recall_o, "trained:plain", recall_e, "trained:plain", [16 * L]',
         "E loses causal recall to O at 16L (the masked-text yardstick's sign)",
     ),
+    # --- which law (exact expectations and the diagnostic on rows of known laws)
+    (
+        "which-law",
+        "ratio_c = float(at.iid_critical_scale(n16) / at.iid_critical_scale(L_demo))",
+        "ratio_c = float(np.log(n16) / np.log(L_demo))",
+        "the log n law gives a Gaussian head's oracle factor from L to 16L",
+    ),
+    (
+        "which-law",
+        "alpha_exp = C_WINDOW * at.iid_critical_scale(ends, exponential)  # 2 at every n",
+        "alpha_exp = C_WINDOW * at.iid_critical_scale(ends)  # 2 at every n",
+        "exponential scores keep their entropy under the Gaussian sqrt(log n) law",
+    ),
+    (
+        "which-law",
+        "    predicted[name] = float(out.factor[0])",
+        "    predicted[name] = float(np.log(n16) / np.log(L_demo))",
+        "the diagnostic's factor is Qwen's log_L n whatever the law",
+    ),
     # --- needle (its numbers are read from book/data)
     (
         "needle",
