@@ -59,9 +59,21 @@ def standard_scale(d):
     d : float or array_like
         Head dimension, ``>= 1``.
 
+    See Also
+    --------
+    logn_beyond_training_scale, yarn_scale, scalable_softmax_scale : length rules built on it.
+
     References
     ----------
     Vaswani et al. (2017), "Attention is all you need", eq. (1).
+
+    Examples
+    --------
+    >>> from attnscale import standard_scale
+    >>> float(standard_scale(64))
+    0.125
+    >>> standard_scale([16, 64, 256]).tolist()
+    [0.25, 0.125, 0.0625]
     """
     return 1.0 / np.sqrt(_validate.at_least(d, "d", 1.0, what=" (the head dimension)"))
 
@@ -84,6 +96,23 @@ def logn_beyond_training_scale(n, d, train_length):
         Head dimension, ``>= 1``.
     train_length : float or array_like
         Training length :math:`L` (Qwen's ``seq_length``), ``>= 2``.
+
+    See Also
+    --------
+    entropy_invariant_scale : the same :math:`\log_L n` at every length, below :math:`L` too.
+    scalable_softmax_scale : a learned :math:`s \log n`.
+
+    Examples
+    --------
+    Trained at :math:`L = 4096` and run at 32768 keys, the factor on
+    :math:`1/\sqrt d` is :math:`\log 32768/\log 4096 = 1.25`; a query
+    within the training length keeps 1:
+
+    >>> import numpy as np
+    >>> from attnscale import logn_beyond_training_scale
+    >>> scale = logn_beyond_training_scale([2048, 32768], 128, 4096)
+    >>> np.round(scale * np.sqrt(128), 4).tolist()
+    [1.0, 1.25]
     """
     n = _validate.key_count(n)
     train_length = _validate.at_least(train_length, "train_length", 2.0)
@@ -118,6 +147,23 @@ def yarn_mscale(stretch):
     stretch : float or array_like
         The extension factor :math:`s` (``factor`` in a static configuration,
         ``seq_len / original_max_position_embeddings`` in the dynamic one), ``> 0``.
+
+    See Also
+    --------
+    yarn_scale : its square on :math:`q\cdot k/\sqrt d`, static or dynamic.
+    longrope_attention_factor : LongRoPE's factor on the same tables.
+
+    Examples
+    --------
+    A fourfold extension puts :math:`0.1 \ln 4 + 1` on the cos/sin tables
+    and its square on the logits; no extension (:math:`s \le 1`) puts 1:
+
+    >>> import numpy as np
+    >>> from attnscale import yarn_mscale
+    >>> np.round(yarn_mscale([0.5, 1, 4, 32]), 4).tolist()
+    [1.0, 1.0, 1.1386, 1.3466]
+    >>> round(float(yarn_mscale(4)) ** 2, 4)
+    1.2965
     """
     s = _validate.real_array(stretch, "stretch")
     if s.size == 0 or np.any(s <= 0):
@@ -147,7 +193,23 @@ def yarn_scale(n, d, train_length, factor=None):
     factor : float or array_like, optional
         The configured ``rope_scaling["factor"]`` (static YaRN), ``> 0``.
 
-    ``yarn_mscale`` gives the factor on the cos/sin tables and names where it was checked.
+    See Also
+    --------
+    yarn_mscale : the factor on the cos/sin tables, and where it was checked.
+
+    Examples
+    --------
+    Trained at 4096 keys, head dimension 128: the dynamic variant keeps
+    :math:`1/\sqrt d` up to :math:`L` and reaches :math:`(0.1 \ln 4 + 1)^2`
+    at :math:`4L`; the static one with ``factor=4`` applies that at every
+    length:
+
+    >>> import numpy as np
+    >>> from attnscale import yarn_scale
+    >>> np.round(yarn_scale([4096, 16384], 128, 4096) * np.sqrt(128), 4).tolist()
+    [1.0, 1.2965]
+    >>> np.round(yarn_scale([1024, 16384], 128, 4096, factor=4) * np.sqrt(128), 4).tolist()
+    [1.2965, 1.2965]
     """
     n = _validate.key_count(n)
     train_length = _validate.at_least(train_length, "train_length", 2.0)
@@ -178,6 +240,21 @@ def longrope_attention_factor(factor, train_length):
         The extension :math:`s`, ``> 0``.
     train_length : float or array_like
         :math:`L`, ``>= 2``.
+
+    See Also
+    --------
+    yarn_mscale : YaRN's factor on the same tables.
+
+    Examples
+    --------
+    A model trained at 4096 keys, configured for 131072 (:math:`s = 32`):
+    :math:`\sqrt{1 + \ln 32/\ln 4096} = \sqrt{17/12}` on the tables, 17/12
+    on the logits:
+
+    >>> from attnscale import longrope_attention_factor
+    >>> factor = float(longrope_attention_factor(32, 4096))
+    >>> round(factor, 4), round(factor**2, 4)
+    (1.1902, 1.4167)
     """
     s = _validate.real_array(factor, "factor")
     if s.size == 0 or np.any(s <= 0):
@@ -208,6 +285,16 @@ def llama4_attention_scale(n, floor_scale=8192.0, attn_scale=0.1):
         Keys seen by the query, ``>= 1``.
     floor_scale, attn_scale : float, optional
         The configuration values, ``floor_scale >= 1``, ``attn_scale >= 0``.
+
+    Examples
+    --------
+    1 below 8192 keys, :math:`1 + 0.1 \ln 2` from 8192, and
+    :math:`1 + 0.1 \ln 13` at 100000 (:math:`\lfloor 100000/8192 \rfloor = 12`):
+
+    >>> import numpy as np
+    >>> from attnscale import llama4_attention_scale
+    >>> np.round(llama4_attention_scale([8191, 8192, 100_000]), 4).tolist()
+    [1.0, 1.0693, 1.2565]
     """
     n = _validate.at_least(n, "n", 1.0)
     f = _validate.at_least(floor_scale, "floor_scale", 1.0)
@@ -236,6 +323,17 @@ def infoscale_factor(n, d, train_length=512):
         Head dimension, ``>= 1``.
     train_length : float or array_like, optional
         :math:`L`, ``>= 2``.
+
+    Examples
+    --------
+    Four times the default :math:`L = 512` keys, for head dimension 64 and
+    in the large-:math:`d` limit :math:`\sqrt{\ln 2048/\ln 512} = \sqrt{11/9}`:
+
+    >>> from attnscale import infoscale_factor
+    >>> round(float(infoscale_factor(2048, 64)), 4)
+    1.0941
+    >>> round(float(infoscale_factor(2048, 1e9)), 4)
+    1.1055
     """
     n = _validate.key_count(n)
     d = _validate.at_least(d, "d", 1.0, what=" (the head dimension)")
@@ -262,6 +360,21 @@ def scalable_softmax_scale(n, d, s):
         Head dimension, ``>= 1``.
     s : float or array_like
         The scaling parameter, ``>= 0``.
+
+    See Also
+    --------
+    entropy_invariant_scale : the rule it coincides with at :math:`s = 1/\log L`.
+
+    Examples
+    --------
+    With :math:`s = 1/\log 4096`, the factor on :math:`1/\sqrt d` at 32768
+    keys is :math:`\log_{4096} 32768 = 1.25`:
+
+    >>> import numpy as np
+    >>> from attnscale import scalable_softmax_scale
+    >>> scale = scalable_softmax_scale(32768, 64, s=1 / np.log(4096))
+    >>> round(float(scale * np.sqrt(64)), 4)
+    1.25
     """
     n = _validate.key_count(n)
     s = _validate.scale(s, "s")
@@ -282,6 +395,14 @@ def qknorm_initial_scale(train_length):
     ----------
     train_length : float or array_like
         :math:`L`, ``>= 2``, at most ``1e150`` (beyond, :math:`L^2` overflows).
+
+    Examples
+    --------
+    :math:`\log_2(1024 \cdot 1023)`, just under 20:
+
+    >>> from attnscale import qknorm_initial_scale
+    >>> round(float(qknorm_initial_scale(1024)), 4)
+    19.9986
     """
     length = _validate.at_least(train_length, "train_length", 2.0)
     if np.any(length > 1e150):
@@ -314,6 +435,16 @@ def critical_scale(n, rho=0.0):
         Number of tokens, ``>= 2``.
     rho : float or array_like, optional
         Pairwise inner product of the tokens, in ``[0, 1)``.
+
+    Examples
+    --------
+    :math:`\log n` for orthogonal tokens, twice that at :math:`\rho = 1/2`:
+
+    >>> from attnscale import critical_scale
+    >>> round(float(critical_scale(1024)), 4)
+    6.9315
+    >>> round(float(critical_scale(1024, rho=0.5)), 4)
+    13.8629
     """
     n = _validate.key_count(n)
     rho = _validate.real_array(rho, "rho")
@@ -339,6 +470,20 @@ def adaptive_temperature(entropy):
     ----------
     entropy : float or array_like
         Shannon entropy in nats, ``>= 0``.
+
+    See Also
+    --------
+    softmax_entropy : the entropy of a row, which it takes as input.
+
+    Examples
+    --------
+    1 up to 0.5 nats; above, the polynomial (at 1 nat, the sum of its
+    coefficients, 1.27):
+
+    >>> import numpy as np
+    >>> from attnscale import adaptive_temperature
+    >>> np.round(adaptive_temperature([0.3, 1.0, 2.0, 3.0]), 4).tolist()
+    [1.0, 1.27, 2.099, 2.25]
     """
     h = _validate.scale(entropy, "entropy")
     poly = np.polyval(np.asarray(ADAPTIVE_TEMPERATURE_POLY), h)
@@ -420,6 +565,24 @@ def head_scale_from_entropy(entropy, train_length, scores="gaussian", d=None):
     ValueError
         If ``entropy`` is not strictly between 0 and :math:`\log L` (no
         head of that law has it).
+
+    See Also
+    --------
+    entropy_matched_scale : the scale that keeps that entropy at another length.
+    expected_entropy : the expectation it inverts.
+    recommend_scale : the calculator, which calls it for ``head_entropy``.
+
+    Examples
+    --------
+    A head with mean entropy 5.5 nats at 4096 keys (a uniform row has
+    :math:`\log 4096 \approx 8.32`); the scale found gives that entropy back:
+
+    >>> from attnscale import expected_entropy, head_scale_from_entropy
+    >>> alpha = head_scale_from_entropy(5.5, 4096)
+    >>> round(alpha, 4)
+    2.436
+    >>> round(float(expected_entropy(alpha, 4096)), 6)
+    5.5
     """
     h = _scalar(entropy, "entropy")
     length = _scalar(_validate.at_least(train_length, "train_length", 2.0), "train_length")
@@ -463,6 +626,23 @@ def entropy_matched_scale(n, train_length, alpha_train=1.0, scores="gaussian", d
         Where the training entropy is out of reach at ``n`` (it exceeds
         :math:`\log n`, the entropy of a uniform row: short sequences of a
         diffuse head); no scale exists there.
+
+    See Also
+    --------
+    head_scale_from_entropy : :math:`\alpha_L` from a measured entropy.
+    entropy_matching_scale : the mean-field approximation.
+    recommend_scale : the calculator, which reports it with the other rules.
+
+    Examples
+    --------
+    A head at the standard scale (:math:`\alpha_L = 1`) trained at 4096
+    keys, run at 32768; the mean field's :math:`\sqrt{1 + 2\ln 8}` is close:
+
+    >>> from attnscale import entropy_matched_scale, entropy_matching_scale
+    >>> round(float(entropy_matched_scale(32768, 4096, alpha_train=1.0)), 4)
+    2.2793
+    >>> round(float(entropy_matching_scale(32768, 1.0, 4096)), 4)
+    2.2713
     """
     n = _validate.key_count(n)
     length = _scalar(_validate.at_least(train_length, "train_length", 2.0), "train_length")
