@@ -361,6 +361,27 @@ def log_growth_law(architecture, width, branch_scale=1.0):
     mean, variance : float or numpy.ndarray
         Of :math:`\log R` for one layer (arrays shaped like ``branch_scale``
         for ``rezero``).
+
+    See Also
+    --------
+    layer_second_moments : the simulations it checks.
+
+    Examples
+    --------
+    He keeps :math:`\mathbb E R = 1`, and :math:`\mathbb E \log R` is a little
+    below 0; Xavier on a square layer halves :math:`\mathbb E R` (mean near
+    :math:`\log\frac12`):
+
+    >>> from attnscale import log_growth_law
+    >>> [round(v, 4) for v in log_growth_law("plain-he", 256)]
+    [-0.0098, 0.0198]
+    >>> round(log_growth_law("plain-xavier", 256)[0], 4)
+    -0.703
+
+    A residual block doubles :math:`\mathbb E R`, and :math:`\mathbb E \log R < \log 2`:
+
+    >>> round(log_growth_law("residual", 64)[0], 4)
+    0.672
     """
     width = _validate.count(width, "width", 2)
     if architecture in _PLAIN_STD2:

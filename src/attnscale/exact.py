@@ -332,7 +332,24 @@ def _panel_grid(lo, hi, panels, graded_ends):
 
 
 def gaussian_law() -> ScoreLaw:
-    r"""Standard normal scores, :math:`f(s) = e^{-s^2/2}/\sqrt{2\pi}` (the model of Part II)."""
+    r"""Standard normal scores, :math:`f(s) = e^{-s^2/2}/\sqrt{2\pi}` (the model of Part II).
+
+    See Also
+    --------
+    cosine_law : the other law the book uses.
+    ScoreLaw : the methods of a law.
+
+    Examples
+    --------
+    The law behind ``scores="gaussian"``, with its survival function and inverse:
+
+    >>> from attnscale import expected_entropy, gaussian_law
+    >>> law = gaussian_law()
+    >>> law.name, float(law.survival(0.0)), round(float(law.inverse_survival(0.025)), 4)
+    ('gaussian', 0.5, 1.96)
+    >>> bool(expected_entropy(1.0, 64, scores=law) == expected_entropy(1.0, 64))
+    True
+    """
     return _GAUSSIAN
 
 
@@ -375,6 +392,21 @@ def cosine_law(d) -> ScoreLaw:
     ----------
     d : float
         Dimension, ``>= 2``.
+
+    See Also
+    --------
+    gaussian_law : the other law the book uses.
+    cosine_density : the density of the cosine itself.
+
+    Examples
+    --------
+    For :math:`d = 3` the cosine is uniform on :math:`[-1, 1]`, so the
+    shifted score is uniform on :math:`[-2, 0]`:
+
+    >>> from attnscale import cosine_law
+    >>> law = cosine_law(3)
+    >>> law.name, [round(float(law.survival(s)), 10) for s in (-1.5, -1.0, -0.5)]
+    ('cosine(d=3)', [0.75, 0.5, 0.25])
     """
     d = float(_validate.dimension(d, "d"))
     if d in _COSINE_CACHE:

@@ -120,10 +120,25 @@ def format_number(x, digits: int = 3, *, low: float = 1e-3, high: float = 1e5) -
         If ``x`` is not finite, ``digits`` is outside 1..17 or
         ``0 < low < high`` fails.
 
+    See Also
+    --------
+    format_uncertain : a value and its uncertainty.
+
     References
     ----------
     JCGM 100:2008, *Evaluation of measurement data: Guide to the expression
     of uncertainty in measurement*, section 7.2.
+
+    Examples
+    --------
+    The text has no-break spaces (``\\xa0`` in its repr) around ``×`` and a
+    true minus sign:
+
+    >>> from attnscale import format_number
+    >>> format_number(7.4e-4, 2)
+    '7.4\\xa0×\\xa010⁻⁴'
+    >>> format_number(1234.5), format_number(-0.5)
+    ('1230', '−0.500')
     """
     x = _real(x, "x")
     digits = _digits(digits, "digits")
@@ -191,6 +206,19 @@ def format_uncertain(
     JCGM 100:2008, *Evaluation of measurement data: Guide to the expression
     of uncertainty in measurement*, section 7.2.6 (an uncertainty has at
     most two significant digits; the estimate is rounded to match).
+
+    Examples
+    --------
+    The uncertainty keeps one significant digit (two when the first is 1)
+    and the value is rounded to the same place; ``\\xa0`` is a no-break space:
+
+    >>> from attnscale import format_uncertain
+    >>> format_uncertain(1.9137, 0.0032)
+    '1.914\\xa0±\\xa00.003'
+    >>> format_uncertain(1.9137, 0.014)
+    '1.914\\xa0±\\xa00.014'
+    >>> format_uncertain(7.4e-4, 5e-6)
+    '(7.40\\xa0±\\xa00.05)\\xa0×\\xa010⁻⁴'
     """
     value = _real(value, "value")
     uncertainty = _real(uncertainty, "uncertainty")
@@ -271,6 +299,17 @@ def format_interval(mean, half, digits: int = 3, *, signed: bool = False) -> str
     -----
     ``attnscale.formatting.captioned_table`` and ``results_table`` bind a
     cell's ``±`` the same way, whatever wrote it.
+
+    Examples
+    --------
+    ``digits`` decimals for both numbers, whatever the half-width (``\\xa0``
+    is a no-break space):
+
+    >>> from attnscale import format_interval
+    >>> format_interval(0.8261, 0.0224)
+    '0.826\\xa0±\\xa00.022'
+    >>> format_interval(0.25, 0.04, 2, signed=True)
+    '+0.25\\xa0±\\xa00.04'
     """
     mean = _real(mean, "mean")
     half = _real(half, "half")

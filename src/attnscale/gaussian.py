@@ -37,6 +37,17 @@ def gaussian_log_mgf(alpha):
     -------
     numpy.ndarray or float
         :math:`\log \mathbb E[e^{\alpha s}] = \alpha^2 / 2` for :math:`s \sim \mathcal N(0, 1)`.
+
+    See Also
+    --------
+    cosine_log_mgf : the same for cosine scores.
+    gaussian_objective : the objective built from it.
+
+    Examples
+    --------
+    >>> from attnscale import gaussian_log_mgf
+    >>> gaussian_log_mgf([0.0, 1.0, 2.0]).tolist()
+    [0.0, 0.5, 2.0]
     """
     alpha = _validate.scale(alpha)
     return 0.5 * alpha * alpha

@@ -46,6 +46,21 @@ def xavier_std(fan_in, fan_out):
     ----------
     fan_in, fan_out : float or array_like
         Layer sizes, ``>= 1``.
+
+    See Also
+    --------
+    he_std : the forward rule with an activation's gain.
+    uniform_bound : the bound of a uniform initializer with this standard deviation.
+
+    Examples
+    --------
+    A square layer of 256 units gets :math:`\sqrt{1/256}`:
+
+    >>> from attnscale import xavier_std
+    >>> float(xavier_std(256, 256))
+    0.0625
+    >>> round(float(xavier_std(512, 128)), 4)
+    0.0559
     """
     return np.sqrt(2.0 / (_fan(fan_in, "fan_in") + _fan(fan_out, "fan_out")))
 
@@ -62,6 +77,22 @@ def he_std(fan_in, activation_second_moment_value=0.5):
         Fan-in, ``>= 1``.
     activation_second_moment_value : float, optional
         :math:`\mathbb E[f(z)^2]` of the activation (default: ReLU's 1/2).
+
+    See Also
+    --------
+    activation_second_moment : :math:`\mathbb E[f(z)^2]` of any activation.
+    xavier_std : the rule without an activation, averaged with the backward one.
+
+    Examples
+    --------
+    ReLU, fan-in 512: :math:`\sqrt{2/512} = 1/16`; tanh, with its second moment:
+
+    >>> import numpy as np
+    >>> from attnscale import activation_second_moment, he_std
+    >>> float(he_std(512))
+    0.0625
+    >>> round(float(he_std(512, activation_second_moment(np.tanh))), 4)
+    0.0704
     """
     gain = _validate.at_least(activation_second_moment_value, "activation_second_moment_value", 1e-300)
     return np.sqrt(1.0 / (_fan(fan_in, "fan_in") * gain))
@@ -74,6 +105,14 @@ def uniform_bound(std):
     ----------
     std : float or array_like
         Target standard deviation, ``>= 0``.
+
+    Examples
+    --------
+    He-uniform for fan-in 512, :math:`\sqrt 3 \sqrt{2/512} = \sqrt{6/512}`:
+
+    >>> from attnscale import he_std, uniform_bound
+    >>> round(float(uniform_bound(he_std(512))), 4)
+    0.1083
     """
     return np.sqrt(3.0) * _validate.scale(std, "std")
 
@@ -90,6 +129,12 @@ def truncated_normal_std(cut=2.0):
     ----------
     cut : float or array_like, optional
         Truncation point :math:`c > 0` in standard deviations.
+
+    Examples
+    --------
+    >>> from attnscale import truncated_normal_std
+    >>> round(float(truncated_normal_std(2.0)), 4)
+    0.8796
     """
     cut = _validate.at_least(cut, "cut", 1e-8)
     mass = special.erf(cut / np.sqrt(2.0))  # 2 Phi(c) - 1
@@ -108,6 +153,21 @@ def activation_second_moment(activation):
     -------
     float
         The second moment (relative accuracy about 1e-12).
+
+    See Also
+    --------
+    he_std : the standard deviation that undoes it.
+
+    Examples
+    --------
+    ReLU keeps half of :math:`\mathbb E[z^2] = 1`, tanh about 39%:
+
+    >>> import numpy as np
+    >>> from attnscale import activation_second_moment
+    >>> round(activation_second_moment(lambda z: np.maximum(z, 0.0)), 10)
+    0.5
+    >>> round(activation_second_moment(np.tanh), 4)
+    0.3943
     """
     if not callable(activation):
         raise TypeError(f"activation must be callable, got {type(activation).__name__}")
@@ -145,6 +205,13 @@ def selu_constants():
     -------
     scale, alpha : float
         About 1.0507 and 1.6733.
+
+    Examples
+    --------
+    >>> from attnscale import selu_constants
+    >>> scale, alpha = selu_constants()
+    >>> round(scale, 4), round(alpha, 4)
+    (1.0507, 1.6733)
     """
 
     def equations(params):

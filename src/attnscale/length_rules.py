@@ -95,6 +95,22 @@ def rule_factors(head_dim, entropy_l, spread_l, train_length, max_length, grid_p
         ``grid``, ``factors`` ``(n_layers, n_heads, len(grid))`` and
         ``notes`` (heads or lengths the calculator could not serve; those
         keep factor 1).
+
+    Examples
+    --------
+    One head (entropy 3 nats, spread 1) trained at :math:`L = 64`, run on
+    256 tokens: at the last position Qwen's :math:`\\log 256/\\log 64 = 4/3`
+    and the square-root rule's :math:`\\sqrt{1 + 2\\log 4}`; positions up to
+    :math:`L` keep 1:
+
+    >>> import numpy as np
+    >>> from attnscale.length_rules import rule_factors
+    >>> rules, calculator = rule_factors(64, [[3.0]], [[1.0]], 64, 256, grid_points=4)
+    >>> qwen, sqrt_rule = rules["qwen_logn"](256), rules["sqrt_rule"](256)
+    >>> qwen.shape, calculator["grid"].tolist()
+    ((1, 1, 256), [65.0, 103.0, 162.0, 256.0])
+    >>> [np.round(f[0, 0, [63, 255]].astype(float), 4).tolist() for f in (qwen, sqrt_rule)]
+    [[1.0, 1.3333], [1.0, 1.9423]]
     """
     from . import recommend_scale  # the public calculator (imported late: it imports this package)
 

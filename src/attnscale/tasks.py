@@ -65,6 +65,12 @@ def step_seed(seed: int, step: int) -> int:
 
     Every arm of one seed gets the same batches in the same order (the arms
     are paired), and no two (seed, step) of a sweep share a batch.
+
+    Examples
+    --------
+    >>> from attnscale.tasks import step_seed
+    >>> step_seed(0, 5), step_seed(1, 0)
+    (1000008, 2000006)
     """
     return 1_000_003 * (_seed(seed) + 1) + _count(step, "step", 0)
 
@@ -130,7 +136,17 @@ class RecallVocabulary:
 
 
 def recall_vocabulary(n_keys: int = 1024, n_values: int = 64) -> RecallVocabulary:
-    """The vocabulary of :func:`associative_recall` (``n_keys``, ``n_values`` >= 2)."""
+    """The vocabulary of :func:`associative_recall` (``n_keys``, ``n_values`` >= 2).
+
+    Examples
+    --------
+    Keys 1..4, values 5..7, the mask 8, and ``bos`` 0:
+
+    >>> from attnscale.tasks import recall_vocabulary
+    >>> vocabulary = recall_vocabulary(4, 3)
+    >>> vocabulary.first_value, vocabulary.mask, vocabulary.size
+    (5, 8, 9)
+    """
     return RecallVocabulary(_count(n_keys, "n_keys", 2), _count(n_values, "n_values", 2))
 
 
@@ -256,6 +272,17 @@ def masked_text(
     -------
     TaskBatch
         ``chance`` is 1/256.
+
+    Examples
+    --------
+    Windows of 20 bytes, ``round(0.15 * 20) = 3`` of them masked in each:
+
+    >>> import numpy as np
+    >>> from attnscale.tasks import masked_text
+    >>> text = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 4, dtype=np.uint8)
+    >>> batch = masked_text(text, 20, count=2, seed=0)
+    >>> batch.inputs.shape, batch.weights.sum(axis=1).tolist()
+    ((2, 20), [3.0, 3.0])
     """
     from .corpus import window_starts
 
@@ -304,6 +331,17 @@ def needle_in_text(text, length: int, count: int, seed: int, *, depth=None) -> T
         needle is found when all of them are right).  ``answer_keys`` holds
         the positions of the planted key's first letter and of the value's
         first digit.  ``chance`` is 1/10 per digit.
+
+    Examples
+    --------
+    Four scored digits per window (``describe_needle`` prints one):
+
+    >>> import numpy as np
+    >>> from attnscale.tasks import needle_in_text
+    >>> text = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 4, dtype=np.uint8)
+    >>> batch = needle_in_text(text, 40, count=3, seed=0)
+    >>> batch.inputs.shape, batch.weights.sum(axis=1).tolist(), batch.chance
+    ((3, 40), [4.0, 4.0, 4.0], 0.1)
     """
     from .corpus import window_starts
 
@@ -357,6 +395,17 @@ def describe_needle(batch: TaskBatch, example: int = 0) -> str:
     appended; the planted ``key = value`` line is wrapped in ``⟦ ⟧`` and the
     scored digits of the question in ``[ ]``.  Bytes that do not print
     (other than new lines) are shown as ``·``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnscale.tasks import describe_needle, needle_in_text
+    >>> text = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 4, dtype=np.uint8)
+    >>> print(describe_needle(needle_in_text(text, 40, count=1, seed=2, depth=0.5)))
+    the quick
+    ⟦gch = 4840⟧
+    umps over
+    gch = [4840]
     """
     if not isinstance(batch, TaskBatch):
         raise TypeError("batch must be a TaskBatch")
@@ -387,6 +436,16 @@ def describe_recall(batch: TaskBatch, vocabulary: RecallVocabulary, example: int
     next token is scored is followed by that answer in bold.  Masked layout
     (``causal=False``): the window as the model reads it, with each masked
     answer written in bold in its place.
+
+    Examples
+    --------
+    Two pairs, then the two keys asked again, each followed by its value:
+
+    >>> from attnscale.tasks import associative_recall, describe_recall, recall_vocabulary
+    >>> vocabulary = recall_vocabulary(4, 3)
+    >>> batch = associative_recall(8, count=1, seed=0, vocabulary=vocabulary)
+    >>> describe_recall(batch, vocabulary)
+    '⟨bos⟩ k4 v0 k3 v2 k3 **v2** k4 **v0**'
     """
     if not isinstance(batch, TaskBatch) or not isinstance(vocabulary, RecallVocabulary):
         raise TypeError("batch must be a TaskBatch and vocabulary a RecallVocabulary")

@@ -62,6 +62,20 @@ def retrieval_task(samples, n, rng, signal=4.0, distractor_mean=0.0):
     -------
     scores, values : numpy.ndarray
         Both of shape ``(samples, n)``.
+
+    See Also
+    --------
+    retrieval_error, fit_attention_parameter : what the task is used with.
+
+    Examples
+    --------
+    Key 0 is the relevant one; its value is 1:
+
+    >>> import numpy as np
+    >>> from attnscale import retrieval_task
+    >>> scores, values = retrieval_task(3, 8, np.random.default_rng(0))
+    >>> scores.shape, values[:, 0].tolist()
+    ((3, 8), [1.0, 1.0, 1.0])
     """
     samples, n = _validate.count(samples, "samples"), _validate.count(n, "n", 2)
     signal = float(_validate.scale(signal, "signal"))
