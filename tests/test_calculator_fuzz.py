@@ -65,8 +65,8 @@ def settings_(draw):
         elif kind == "entropy":
             share = draw(st.floats(1e-6, 1.0 - 1e-6))
             kwargs["head_entropy"] = share * math.log(kwargs["train_length"])
-    elif not kwargs["causal"]:
-        kwargs["contrastive"] = draw(st.booleans())  # a loss over n candidates: neither causal nor L
+    elif not kwargs["causal"] and kwargs["scores"] == "cosine":
+        kwargs["contrastive"] = draw(st.booleans())  # a loss over n cosines: neither causal nor L
     return kwargs
 
 

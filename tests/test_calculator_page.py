@@ -200,7 +200,7 @@ def _settings(count: int) -> list[dict]:
                 alpha = log_uniform(1e-2, min(1e2, 1e4 / root)) * root
                 entropy = at.expected_entropy(alpha, setting["trainLength"], scores="cosine", d=setting["d"])
                 setting["headEntropy"] = float(f"{entropy:.12g}")
-        elif not setting["causal"] and k % 8 == 0:
+        elif not setting["causal"] and setting["scores"] == "cosine" and k % 8 == 0:
             setting["contrastive"] = True  # a contrastive loss over n candidates
         # half-integers: the page must round n as Python does (to even)
         if k % 11 == 0:
@@ -1481,10 +1481,13 @@ def test_the_form_on_the_page(browser, probe_page):
         in tab.locator("#attnscale-calculator .calc-message").inner_text()
     )
     tab.get_by_label("training length").fill("")
-    contrastive = at.recommend_scale(d=128, n=65536, contrastive=True)
+    assert "by cosine similarity" in tab.locator("#attnscale-calculator .calc-message").inner_text()
+    tab.get_by_label("scores", exact=True).select_option("cosine")
+    contrastive = at.recommend_scale(d=128, n=65536, scores="cosine", contrastive=True)
     assert tab.locator("#attnscale-calculator tbody tr.calc-how").inner_text() == contrastive.how
     assert rows.first.locator("th").inner_text() == contrastive.recommended[0].criterion
     tab.get_by_label("contrastive loss").uncheck()
+    tab.get_by_label("scores", exact=True).select_option("dot")
     tab.get_by_label("training length").fill("4096")
     # the figure: both curves and the reader's n marked on each
     svg = tab.locator("#attnscale-calculator .calc-figure:not(.calc-gradient) svg")
@@ -1605,7 +1608,9 @@ def test_the_form_on_the_page(browser, probe_page):
     print(f"\ncausal cosine, n = 1e15 at d = 2, then d = 128 typed: table {times[0]:.0f}, {times[1]:.0f} ms")
     assert max(times) < 1000, times
     want = at.recommend_scale(d=128, n=1e15, scores="cosine", causal=True, train_length=4096)
-    causal_row = rows.filter(has_text="gradient (cosine mean field), causal").locator("td").nth(1).inner_text()
+    causal_row = (
+        rows.filter(has_text="gradient (cosine mean field), causal").locator("td").nth(1).inner_text()
+    )
     want_row = next(e for e in want.entries if e.criterion == "gradient (cosine mean field), causal")
     assert causal_row == format(want_row.unit_scale, ".3f"), (causal_row, want_row)  # beside "absolute"
     # a "see the CLI" row (the exact match too close to its boundary for the page's table)

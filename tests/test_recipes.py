@@ -509,9 +509,9 @@ def test_the_table_says_which_number_is_which():
     assert lines[0].startswith("factor for softmax(factor * trained logits)")
     joined = " ".join(text.split())
     assert "factor: multiplies this head's trained logits" in joined
-    assert "x std: the scale on the unit-variance score" in joined
+    assert "alpha: the row as a scale on the unit-variance score" in joined and "not to apply" in joined
     assert "absolute: a rule that sets the scale itself, not a length rule" in joined
-    assert _header(lines).split()[:3] == ["criterion", "factor", "x"]
+    assert _header(lines).split()[:3] == ["criterion", "factor", "alpha"]
     qwen = next(line for line in lines if "Qwen" in line)
     assert qwen.split("Bai")[0].split()[-2:] == ["1.250", "3.045"]  # the factor, then the scale
     assert all(len(line) <= 88 for line in lines)
@@ -558,7 +558,8 @@ def test_the_marked_length_row_says_to_extend_rope_first():
     assert advice.ROPE_FIRST in at.answers()["length"].recommendation
     for measure in (dict(), dict(head_scale=2.0)):
         rec = at.recommend_scale(128, 32768, train_length=4096, **measure)
-        assert rec.how.startswith(advice.ROPE_FIRST + ", then multiply the trained logits past L")
+        assert rec.how.startswith(advice.ROPE_FIRST + ": RoPE's base times (n/L)^(d/(d-2)) = ")
+        assert f"= {8 ** (128 / 126):.4g} here; then multiply the trained logits past L" in rec.how
         assert f"by this row's factor, {math.log(32768) / math.log(4096):.4g} here" in rec.how
         text = " ".join(str(rec).split())
         marked = text.index("Qwen log_L(n)")
@@ -567,9 +568,7 @@ def test_the_marked_length_row_says_to_extend_rope_first():
     assert at.recommend_scale(128, 4096, train_length=4096).how == ""  # within L: the row says it all
     # in a decoder: log t/log L per position past L, the printed factor the last position's
     causal = at.recommend_scale(128, 32768, causal=True, train_length=4096)
-    assert causal.how.startswith(
-        advice.ROPE_FIRST + ", then multiply the trained logits of the query at each"
-    )
+    assert "then multiply the trained logits of the query at each position t > L" in causal.how
     assert (
         "log t/log L" in causal.how
         and f"this row's {math.log(32768) / math.log(4096):.4g} is the last" in causal.how
@@ -583,9 +582,9 @@ def test_a_contrastive_loss_marks_the_gradient_row_as_an_order_of_magnitude():
     assert rec.recommended[0].scale == pytest.approx(float(at.cosine_alpha_star(64, 768)), rel=1e-12)
     assert rec.how.startswith("an order of magnitude") and f"about {rec.recommended[0].scale:.2g}" in rec.how
     assert "contrastive', low confidence" in str(rec)
-    for bad in (dict(causal=True), dict(train_length=512)):
+    for bad in (dict(causal=True), dict(train_length=512), dict(scores="dot")):
         with pytest.raises(ValueError, match="contrastive loss scores its n candidates at once"):
-            at.recommend_scale(768, 64, scores="cosine", contrastive=True, **bad)
+            at.recommend_scale(768, 64, **{"scores": "cosine", "contrastive": True, **bad})
     with pytest.raises(TypeError, match="contrastive must be True or False"):
         at.recommend_scale(768, 64, contrastive="yes")
 
@@ -660,3 +659,24 @@ def test_cli_errors_are_the_calculators_words(args, message):
     done = run("scale", *args)
     assert done.returncode == 2
     assert done.stderr.strip() == f"python -m attnscale: error: {message}" or message in done.stderr
+
+
+def test_the_rope_base_and_the_tested_range_are_printed():
+    """Practitioner read: the stretched RoPE base's factor, and a note past the lengths the book tested."""
+    from attnscale import length_rules
+
+    rec = at.recommend_scale(128, 131072, causal=True, train_length=8192)
+    want = length_rules.ntk_rope_base(10000.0, 128, 8192, 131072) / 10000.0
+    assert f"RoPE's base times (n/L)^(d/(d-2)) = {want:.4g} here" in rec.how
+    assert not any(note.startswith("n/L = ") for note in rec.notes)  # 16L exactly is tested
+    far = at.recommend_scale(128, 32 * 8192, train_length=8192)
+    assert "n/L = 32 is past the 16L the book tested: the log n factor there is an extrapolation" in far.notes
+    # head dimension 2: (n/L)^(d/(d-2)) has no value; the formula alone
+    assert "RoPE's base times (n/L)^(d/(d-2));" in at.recommend_scale(2, 4096, train_length=512).how
+
+
+def test_a_cosine_heads_marked_row_says_how_to_use_it():
+    """The QK-norm answer: normalize q and k, keep 1/sqrt(d) (sqrt(d) on the cosine), learn gains."""
+    rec = at.recommend_scale(128, 4096, scores="cosine", causal=True)
+    assert rec.answer == "cosine" and rec.how.startswith("normalize each head's q and k to unit RMS")
+    assert f"this row's {math.sqrt(128):.4g} on the cosine" in rec.how

@@ -1495,7 +1495,7 @@
     out.columns = [
       T["column criterion"],
       s.L !== null ? T["column factor"] : T["column scale"],
-      T["column std"],
+      s.L !== null ? T["column alpha"] : T["column std"],
       T["column source"],
     ];
     return out;
@@ -1521,7 +1521,19 @@
     const template = (s.causal ? how[`${answer} causal`] : undefined) ?? how[answer];
     const marked = entries.filter((e) => e.group === "answer" && !e.cli);
     if (template === undefined || marked.length === 0) return "";
-    return fill(template, { factor: marked[0].factor ?? marked[0].unit / s.a, scale: marked[0].scale });
+    return fill(template, { factor: marked[0].factor ?? marked[0].unit / s.a, scale: marked[0].scale, ntk: ntkWords(s, table) });
+  }
+
+  // attnscale.calculator._ntk_words: RoPE's base stretched for n keys, (n/L)^(d/(d-2)), with its number
+  // where it prints (d > 2, no overflow), as the package decides
+  function ntkWords(s, table) {
+    if (s.L === null) return "";
+    const words = table.words.answers.ntk;
+    if (s.d > 2) {
+      const logValue = (s.d / (s.d - 2)) * Math.log(Math.max(s.n / s.L, 1));
+      if (logValue < 700) return fill(words.value, { value: Math.exp(logValue) });
+    }
+    return words.formula;
   }
 
   // The whole table for one setting: {entries, notes} or {error, field}
@@ -1552,7 +1564,9 @@
       if ((s.headScale !== null || s.headEntropy !== null) && s.L === null) {
         throw inputError(table, s.headScale !== null ? "head_scale" : "head_entropy", "needs L");
       }
-      if (s.contrastive && (s.causal || s.L !== null)) throw inputError(table, "contrastive", "contrastive");
+      if (s.contrastive && (s.causal || s.L !== null || s.scores !== "cosine")) {
+        throw inputError(table, "contrastive", "contrastive");
+      }
       if (s.headEntropy !== null) s.a = headFromEntropy(s, table);
     } catch (error) {
       if (error.field === undefined) throw error; // a bug, not the reader's input
@@ -1573,7 +1587,9 @@
       if (s.causal) addNote(say(table, "head entropy causal"));
     } else if (s.L !== null) addNote(say(table, "no head"));
     if (s.L !== null && s.n > s.L) {
-      addNote(say(table, "past L"));
+      const tested = table.words.answers.tested;
+      addNote(say(table, "past L", { tested }));
+      if (s.n / s.L > tested) addNote(say(table, "past tested", { ratio: s.n / s.L, tested }));
       if (s.causal) addNote(say(table, "causal length"));
     }
     const root = Math.sqrt(s.d);
@@ -1893,6 +1909,17 @@
     return el("figure", [caption], { class: "calc-figure calc-gradient", "data-key": key });
   }
 
+  // A row's name, broken only at its spaces on a narrow screen: "sqrt((1-n^-2/d)/(1-L^-2/d))" must not
+  // break at its minus signs, where "1-" would read as a hyphen.
+  function nameWords(name) {
+    const parts = [];
+    name.split(" ").forEach((word, k) => {
+      if (k > 0) parts.push(" ");
+      parts.push(el("span", word, { class: "calc-word" }));
+    });
+    return parts;
+  }
+
   function render(form, table) {
     const out = form.querySelector(".calc-output");
     const message = form.querySelector(".calc-message");
@@ -1945,7 +1972,7 @@
         el(
           "tr",
           [
-            el("th", e.criterion, { scope: "row" }),
+            el("th", nameWords(e.criterion), { scope: "row" }),
             ...(e.cli
               ? [el("td", "see the CLI", { colspan: "2" })]
               : printed[i].map((text) => el("td", text, { class: "calc-number" }))),

@@ -38,11 +38,17 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument("--d", required=True, help="head dimension (>= 2)")
     scale.add_argument("--n", required=True, help="number of keys, or the longest sequence if --causal")
     scale.add_argument("--cosine", action="store_true", help="scores are cosines of normalized q and k")
-    scale.add_argument("--causal", action="store_true", help="one scale for every position of a decoder")
+    scale.add_argument(
+        "--causal",
+        action="store_true",
+        help="a decoder, whose query at position t sees t keys (the gradient row: one scale for positions "
+        "2 .. n; the length rules: the factor of the last position, n)",
+    )
     scale.add_argument(
         "--contrastive",
         action="store_true",
-        help="a contrastive loss over n candidates (its answer: the gradient row, an order of magnitude)",
+        help="a contrastive loss over n candidates by cosine similarity (with --cosine; its answer: the "
+        "gradient row, an order of magnitude)",
     )
     scale.add_argument("--train-length", default=None, help="training length, for length rules")
     # one or the other; recommend_scale says so in the words the page uses, and these are its notes

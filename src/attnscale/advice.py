@@ -42,8 +42,10 @@ from .training import TUNED_D, TUNED_LENGTHS, TUNED_MARGIN
 
 __all__ = [
     "CALCULATOR_HOW",
+    "CALCULATOR_NTK",
     "CALCULATOR_ROWS",
     "CONFIDENCE",
+    "LENGTH_TESTED_RATIO",
     "LENGTH_VERDICT",
     "ROPE_FIRST",
     "Answer",
@@ -76,6 +78,10 @@ LENGTH_VERDICT = (
 )
 
 
+#: The longest test length of the retrieval and needle sweeps, in multiples of the training length
+#: (the retrieval chapter checks it against its results file); the calculator says when n/L is past it.
+LENGTH_TESTED_RATIO = 16
+
 #: How sure the book is of each answer: high, medium or low (the reasons are in ``answers``).
 CONFIDENCE = {"dot": "high", "cosine": "low", "contrastive": "low", "decoder": "medium", "length": "medium"}
 
@@ -97,23 +103,35 @@ CALCULATOR_ROWS = {
 #: row; an answer without an entry needs no words beyond its row).
 CALCULATOR_HOW = {
     "length": (
-        ROPE_FIRST + ", then multiply the trained logits past L by this row's factor, {factor:.4g} here, "
-        "at test (without positions, the factor alone); the book tested it on every head of decoders, whose "
-        "query at position t takes log t/log L. YaRN's and LongRoPE's rows carry factors of their own, "
-        "for their own frequency changes: one or the other, not both"
+        ROPE_FIRST + ": {ntk}; then multiply the trained logits past L by this row's factor, "
+        "{factor:.4g} here, at test, on every head, as the book did (in its decoders the query at "
+        "position t took log t/log L); without positions, the factor alone. A YaRN or LongRoPE extension "
+        "puts its own factor on the logits already: do not add this one to it"
     ),
     "length causal": (
-        ROPE_FIRST + ", then multiply the trained logits of the query at each position t > L by "
-        "log t/log L at test, and leave positions up to L as trained (this row's {factor:.4g} is the "
-        "last position's, t = n; without positions, the factor alone); the book put it on every head. "
-        "YaRN's and LongRoPE's rows carry factors of their own, for their own frequency changes: one or "
-        "the other, not both"
+        ROPE_FIRST + ": {ntk}; then multiply the trained logits of the query at each position t > L by "
+        "log t/log L at test, on every head, as the book did, and leave positions up to L as trained "
+        "(this row's {factor:.4g} is the last position's, t = n); without positions, the factor alone. "
+        "A YaRN or LongRoPE extension puts its own factor on the logits already: do not add this one to it"
+    ),
+    "cosine": (
+        "normalize each head's q and k to unit RMS, keep 1/sqrt(d), i.e. this row's {scale:.4g} on the "
+        "cosine, and learn a gain on q and k, as released models with QK-norm do; the gradient criteria "
+        "below ask for more, untested by training"
     ),
     "contrastive": (
         "an order of magnitude, not a value to three figures: start a search of the scale (the inverse "
-        "temperature) near this row's, about {scale:.2g}; the book's argument gives the tens that "
-        "published contrastive scales use, not their values"
+        "temperature) near this row's, about {scale:.2g}; the book compared the argument with three "
+        "published cosine-logit settings (two margin losses and SimCSE), which it matches in order of "
+        "magnitude, not in value"
     ),
+}
+
+#: The RoPE base the book stretched past L (``attnscale.length_rules.ntk_rope_base``), in words: with
+#: its number when it prints (head dimension above 2, no overflow), else the formula alone.
+CALCULATOR_NTK = {
+    "value": "RoPE's base times (n/L)^(d/(d-2)) = {value:.4g} here",
+    "formula": "RoPE's base times (n/L)^(d/(d-2))",
 }
 
 
@@ -271,8 +289,8 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "**contrastive losses** on cosine similarity",
             rf"a scale of the order of $\alpha^*(n, d)$ with $n$ candidates: about ${_n(pairs, 1)}$ "
             rf"(temperature about ${_n(1 / pairs, 1)}$) at $n = {candidates}$, $d = {d_embed}$",
-            "an order-of-magnitude argument, which gives the tens that published scales use, "
-            "not their values",
+            "an order-of-magnitude argument, matched in order of magnitude (tens) by three published "
+            "cosine-logit scales, two of them margin losses, not in value",
             "{ref}`cosine scores: practice <sec-cosine-practice>`, {prf:ref}`prop-cosine-power-law`",
             ("cosine-scores",),
         ),

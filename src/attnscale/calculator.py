@@ -237,20 +237,20 @@ TABLE = {
     "first measured": (
         "factor: multiplies this head's trained logits, which already carry its alpha_L = {alpha:.4g} "
         "(a formula in a length rule's name is this factor); absolute: a rule that sets the scale itself, "
-        "not a length rule, so no factor on a trained head (read its x std)"
+        "not a length rule, so no factor on a trained head (read its alpha)"
     ),
     "second measured": (
-        "x std: the scale on the unit-variance score {unit} (1 is the standard scale): the factor "
-        "times alpha_L, or the absolute rule's own scale"
+        "alpha: the row as a scale on the unit-variance score {unit}, the factor times alpha_L, to "
+        "compare rows and heads, not to apply: the trained logits already carry alpha_L"
     ),
     "first factor": (
         "factor: multiplies a trained head's logits (a formula in a length rule's name is this factor); "
-        "no head measured, so alpha_L = 1 where a row needs it (x std, the sqrt rule, the exact match); "
-        "absolute: a rule that sets the scale itself, so no factor on a trained head (read its x std)"
+        "no head measured, so alpha_L = 1 where a row needs it (alpha, the sqrt rule, the exact match); "
+        "absolute: a rule that sets the scale itself, so no factor on a trained head (read its alpha)"
     ),
     "second factor": (
-        "x std: the scale on the unit-variance score {unit} (1 is the standard scale): the factor "
-        "times alpha_L = 1, or the absolute rule's own scale"
+        "alpha: the row as a scale on the unit-variance score {unit}, the factor times alpha_L = 1, "
+        "to compare rows, not to apply to trained logits"
     ),
     "first": "scale: multiplies {raw}",
     "second": (
@@ -261,6 +261,7 @@ TABLE = {
     "column factor": "factor",
     "column scale": "scale",
     "column std": "x std",
+    "column alpha": "alpha",
     "column source": "source",
     "absolute": "absolute",
     "group answer": "what the book recommends here (its answer '{answer}', {level} confidence):",
@@ -294,7 +295,7 @@ def _table_words(rec) -> dict:
         "columns": [
             TABLE["column criterion"],
             TABLE["column factor"] if rec.factors else TABLE["column scale"],
-            TABLE["column std"],
+            TABLE["column alpha"] if rec.factors else TABLE["column std"],
             TABLE["column source"],
         ],
     }
@@ -312,7 +313,11 @@ FIELDS = {
         "training-length sequence, which see about L keys, not the mean over all positions "
         "(earlier positions see fewer keys)"
     ),
-    "head_scale": "the head's scale alpha_L on the unit-variance score q.k/sqrt(d) at the training length L",
+    "head_scale": (
+        "the head's scale alpha_L at the training length L: the standard deviation of its logits "
+        "over the keys of a query at L, averaged over queries (not the 1/sqrt(d) it was trained with, "
+        "which is 1 here); it changes the sqrt rule and the exact match, not the marked row's factor"
+    ),
 }
 
 #: The calculator's input errors (``str.format`` templates); the page prints the same words.
@@ -325,7 +330,8 @@ ERRORS = {
     "both": "give head_entropy or head_scale, not both",
     "needs L": "a measured head (head_entropy or head_scale) needs train_length",
     "contrastive": (
-        "a contrastive loss scores its n candidates at once: give neither causal nor train_length with it"
+        "a contrastive loss scores its n candidates at once, by cosine similarity: give cosine scores, "
+        "and neither causal nor train_length, with it"
     ),
     "entropy L": (
         "head_entropy needs train_length <= {top:g} (the exact expectation's range); give head_scale instead"
@@ -520,11 +526,17 @@ NOTES = {
     "past L": (
         "for a head that must find one key among n, the book's retrieval models needed a factor growing "
         "like log n past L (ch. retrieval: without positions Qwen's won back over half of the accuracy "
-        "lost by 16L, and with RoPE an NTK-aware base did most of the repair; ch. needle: on text, "
-        "at 16L Qwen's on top of an NTK-aware base added more than the base, which up to 8L was the "
-        "larger repair); a language model that barely "
-        "used its context gained little from any rule (ch. language-model); measure your heads' best "
-        "factor on held-out data"
+        "lost by 16L, and with RoPE an NTK-aware base did most of the repair; ch. needle: on text, at "
+        "16L Qwen's on top of an NTK-aware base added more than the base, which up to 8L was the larger "
+        "repair); the evidence is small two-layer models trained at a short length, tested to "
+        "{tested:g}L and scored by accuracy (with RoPE and an NTK-aware base the loss-optimal factor fell "
+        "below Qwen's by then while the accuracy-optimal one grew); a language model that barely used "
+        "its context gained little from any rule with RoPE and lost by every rule at test without "
+        "positions (ch. language-model); measure your heads' best factor on held-out data"
+    ),
+    "past tested": (
+        "n/L = {ratio:.4g} is past the {tested:g}L the book tested: the log n factor there is an "
+        "extrapolation"
     ),
 }
 
@@ -770,6 +782,8 @@ def page_words() -> dict:
             "rows": advice.CALCULATOR_ROWS,
             "confidence": advice.CONFIDENCE,
             "how": advice.CALCULATOR_HOW,
+            "ntk": advice.CALCULATOR_NTK,
+            "tested": advice.LENGTH_TESTED_RATIO,
         },
     }
 
@@ -855,8 +869,9 @@ def recommend_scale(
         The head's measured scale :math:`\alpha_L` on the unit-variance
         score, ``0 < head_scale <= 1e6``.  Needs ``train_length``; not with ``head_entropy``.
     contrastive : bool, optional
-        A contrastive loss over ``n`` candidates (its answer, an order of
-        magnitude, is the gradient row); not with ``causal`` or ``train_length``.
+        A contrastive loss over ``n`` candidates by cosine similarity (its
+        answer, an order of magnitude, is the gradient row); needs
+        ``scores="cosine"``, not with ``causal`` or ``train_length``.
 
     Returns
     -------
@@ -870,7 +885,7 @@ def recommend_scale(
         ``scores``, non-finite values, a measurement without ``train_length``,
         both measurements at once, a measured entropy that no head of the
         score law has at scales the exact expectation covers, or
-        ``contrastive`` with ``causal`` or ``train_length``.
+        ``contrastive`` with ``causal``, ``train_length`` or dot-product scores.
     TypeError
         Non-numeric arguments, or a non-boolean ``causal`` or ``contrastive``.
 
@@ -913,7 +928,7 @@ def recommend_scale(
         raise ValueError(ERRORS["both"])
     if (head_entropy is not None or head_scale is not None) and train_length is None:
         raise ValueError(ERRORS["needs L"])
-    if contrastive and (causal or train_length is not None):
+    if contrastive and (causal or train_length is not None or scores != "cosine"):
         raise ValueError(ERRORS["contrastive"])
 
     law = "gaussian" if scores == "dot" else "cosine"
@@ -932,7 +947,10 @@ def recommend_scale(
             notes.append(_say("no head"))
 
     if train_length is not None and n > train_length:
-        notes.append(_say("past L"))
+        tested = advice.LENGTH_TESTED_RATIO
+        notes.append(_say("past L", tested=tested))
+        if n / train_length > tested:
+            notes.append(_say("past tested", ratio=n / train_length, tested=tested))
         if causal:
             notes.append(_say("causal length"))
     measured = head_scale is not None or head_entropy is not None
@@ -948,7 +966,7 @@ def recommend_scale(
             entries.append(dataclasses.replace(entry, group=group))
         notes.extend(note for note in rule_notes if note not in notes)
     entries.sort(key=lambda e: GROUPS.index(e.group))  # stable: the order of RULES within a group
-    how = _how(answer, causal, entries, alpha_l)
+    how = _how(answer, causal, entries, alpha_l, _ntk_words(d, n, train_length))
     return Recommendation(
         d,
         n,
@@ -965,12 +983,31 @@ def recommend_scale(
     )
 
 
-def _how(answer, causal, entries, alpha_l) -> str:
+def _ntk_words(d, n, train_length) -> str:
+    """RoPE's base stretched for n keys, in words (``advice.CALCULATOR_NTK``), or "" without L.
+
+    The factor on the base is :math:`(n/L)^{d/(d-2)}`
+    (:func:`attnscale.length_rules.ntk_rope_base`); its number is printed
+    for ``d > 2`` where ``exp`` of its logarithm does not overflow (the page
+    decides the same way).
+    """
+    if train_length is None:
+        return ""
+    words = advice.CALCULATOR_NTK
+    if d > 2:
+        log_value = d / (d - 2) * np.log(max(n / train_length, 1.0))
+        if log_value < 700:
+            return words["value"].format(value=float(np.exp(log_value)))
+    return words["formula"]
+
+
+def _how(answer, causal, entries, alpha_l, ntk="") -> str:
     """How to use the marked row, from the book's answer, with the row's numbers filled in (or "").
 
     The template is ``advice.CALCULATOR_HOW[answer + " causal"]`` for a
     causal setting where there is one, else ``[answer]``; its fields are the
-    row's ``factor`` on the trained logits and its ``scale`` on the raw score.
+    row's ``factor`` on the trained logits, its ``scale`` on the raw score
+    and ``ntk``, the stretched RoPE base in words (:func:`_ntk_words`).
     """
     how = advice.CALCULATOR_HOW
     template = how.get(f"{answer} causal") if causal else None
@@ -979,7 +1016,7 @@ def _how(answer, causal, entries, alpha_l) -> str:
     if template is None or not marked:
         return ""
     factor = marked[0].factor if marked[0].factor is not None else marked[0].unit_scale / alpha_l
-    return template.format(factor=factor, scale=marked[0].scale)
+    return template.format(factor=factor, scale=marked[0].scale, ntk=ntk)
 
 
 def _head_from_entropy(head_entropy, train_length, law, d):
