@@ -1400,7 +1400,7 @@
     // on a trained head (a training length given): the scale it was trained with, factor 1 (calculator._standard)
     standard: [always, (s, table) => (s.L !== null ? timesHead(s, 1, say(table, "standard trained")) : scaled(1))],
     gradient: [always, gradient],
-    "base 512": [(s) => s.L === null, (s, table) => scaled(Math.log(s.n) / Math.log(512), say(table, "base 512"))],
+    "base 512": [(s) => s.L === null && !s.contrastive, (s, table) => scaled(Math.log(s.n) / Math.log(512), say(table, "base 512"))],
     "entropy-invariant": [withL, (s) => timesHead(s, Math.log(s.n) / Math.log(s.L))],
     qwen: [withL, (s) => timesHead(s, Math.max(1, Math.log(s.n) / Math.log(s.L)))],
     yarn: [
@@ -1590,6 +1590,7 @@
       const tested = table.words.answers.tested;
       addNote(say(table, "past L", { tested }));
       if (s.n / s.L > tested) addNote(say(table, "past tested", { ratio: s.n / s.L, tested }));
+      if (s.scores === "cosine") addNote(say(table, "length cosine"));
       if (s.causal) addNote(say(table, "causal length"));
     }
     const root = Math.sqrt(s.d);
@@ -1984,7 +1985,7 @@
     });
     if (group === "answer" && result.how) body.push(how());
     const head = el("tr", W.columns.map((h) => el("th", h, { scope: "col" })));
-    const caption = el("caption", W.title);
+    const caption = el("caption", [el("span", W.title, { class: "calc-caption-text" })]);
     const tbl = el("table", [caption, el("thead", [head]), el("tbody", body)], { class: "calc-table" });
     const legend = [W.first, W.second].map((line) => el("p", line, { class: "calc-legend" }));
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });

@@ -69,12 +69,14 @@ LENGTH_VERDICT = (
     + ROPE_FIRST
     + ", since no scale undoes rotations the model never saw.  In the book's recall models without "
     "positions the factor won back over half of the accuracy lost by $16L$; with RoPE the frequency "
-    "extension was the larger repair up to $8L$, and on a needle planted in text, at $16L$, where the "
-    "extension alone held little, the factor added more and matched a $\\log n$ factor trained in.  "
-    "The book put the factor on every head; its language model, which uses little long context, gained "
-    "little from any rule with RoPE and lost by every rule applied at test without positions, so "
-    "measure your own heads' best factor on held-out data (a retrieval head is one whose weight "
-    "on the key it must find is largest)"
+    "extension was the larger repair on recall, and on a needle planted in text up to $8L$; at $16L$ on "
+    "the needle, where the extension alone held little, the factor added more and matched a $\\log n$ "
+    "factor trained in, though accuracy stayed far below its level at $L$.  The evidence is small "
+    "decoders trained at a short length and extended without fine-tuning, with the factor on every "
+    "head; the book's language model, which uses little long context, gained little from any rule with "
+    "its rotary frequencies unchanged and lost by every rule applied at test without positions, so "
+    "measure your own heads' best factor by retrieval accuracy on held-out data (a retrieval head is "
+    "one whose weight on the key it must find is largest)"
 )
 
 
@@ -104,15 +106,18 @@ CALCULATOR_ROWS = {
 CALCULATOR_HOW = {
     "length": (
         ROPE_FIRST + ": {ntk}; then multiply the trained logits past L by this row's factor, "
-        "{factor:.4g} here, at test, on every head, as the book did (in its decoders the query at "
-        "position t took log t/log L); without positions, the factor alone. A YaRN or LongRoPE extension "
-        "puts its own factor on the logits already: do not add this one to it"
+        "{factor:.4g} here, at test, on every head and every query (each sees n keys). The book tested "
+        "it in decoders only, where the query at position t took log t/log L; in an encoder it is "
+        "untested. Without positions, the factor alone. A YaRN or LongRoPE extension puts its own "
+        "factor on the logits already: do not add this one to it; other extensions (position "
+        "interpolation, Llama 3's) were not tested"
     ),
     "length causal": (
-        ROPE_FIRST + ": {ntk}; then multiply the trained logits of the query at each position t > L by "
-        "log t/log L at test, on every head, as the book did, and leave positions up to L as trained "
-        "(this row's {factor:.4g} is the last position's, t = n); without positions, the factor alone. "
-        "A YaRN or LongRoPE extension puts its own factor on the logits already: do not add this one to it"
+        ROPE_FIRST + ": {ntk}, at every position; then multiply the trained logits of the query at each "
+        "position t > L by log t/log L at test, on every head, as the book did, with factor 1 at "
+        "positions up to L (this row's {factor:.4g} is the last position's, t = n); without positions, "
+        "the factor alone. A YaRN or LongRoPE extension puts its own factor on the logits already: do not "
+        "add this one to it; other extensions (position interpolation, Llama 3's) were not tested"
     ),
     "cosine": (
         "normalize each head's q and k to unit RMS, keep 1/sqrt(d), i.e. this row's {scale:.4g} on the "
@@ -120,10 +125,10 @@ CALCULATOR_HOW = {
         "below ask for more, untested by training"
     ),
     "contrastive": (
-        "an order of magnitude, not a value to three figures: start a search of the scale (the inverse "
-        "temperature) near this row's, about {scale:.2g}; the book compared the argument with three "
-        "published cosine-logit settings (two margin losses and SimCSE), which it matches in order of "
-        "magnitude, not in value"
+        "an order of magnitude, not a value to three figures: search the scale (the inverse "
+        "temperature) between the standard sqrt(d) and this row's, about {scale:.2g}; the book compared "
+        "the argument with three published cosine-logit settings (two margin losses and SimCSE), which "
+        "it matches in order of magnitude, and no other contrastive setting"
     ),
 }
 
@@ -311,9 +316,10 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "length",
             "**running past the training length** $L$",
             LENGTH_VERDICT,
-            "resolved over five seeds on two retrieval tasks (recall, a needle in text) in small models, "
-            "$2L$ to $16L$; one model size, and a language model that barely uses its context gained "
-            "little from any rule (and lost without positions)",
+            "resolved over five seeds on two retrieval tasks (recall, a needle in text) in small "
+            "decoders, $2L$ to $16L$, without fine-tuning; one model size, no QK-norm or encoder head "
+            "under a factor at test, and a language model that barely uses its context gained little "
+            "from any rule (and lost without positions)",
             "{ref}`retrieval <ch-retrieval>`; {ref}`needle <ch-needle>`; {ref}`which law <ch-which-law>`; "
             "{ref}`language model <ch-language-model>`; {ref}`encoders <ch-bidirectional>`; "
             "{ref}`recipes <ch-recipes>`",

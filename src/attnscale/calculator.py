@@ -253,10 +253,7 @@ TABLE = {
         "to compare rows, not to apply to trained logits"
     ),
     "first": "scale: multiplies {raw}",
-    "second": (
-        "x std: the same scale on the unit-variance score {unit} (1 is the standard scale; "
-        "a formula in a length rule's name is its factor on alpha_L)"
-    ),
+    "second": "x std: the same scale on the unit-variance score {unit} (1 is the standard scale)",
     "column criterion": "criterion",
     "column factor": "factor",
     "column scale": "scale",
@@ -400,6 +397,7 @@ class _Setting:
     train_length: float | None
     alpha_l: float
     measured: bool = False
+    contrastive: bool = False
 
     @property
     def factors(self) -> bool:
@@ -502,8 +500,8 @@ NOTES = {
     ),
     "exact reach": "{name}: not computed, " + _OUT_OF_REACH,
     "standard trained": (
-        "standard 1/sqrt(d): a model trained at 1/sqrt(d) keeps it at every length, so its factor on "
-        "the trained logits is 1 (nothing to change)"
+        "standard 1/sqrt(d): the scale the head was trained with, which by itself does not change with "
+        "length (factor 1 on the trained logits)"
     ),
     "head scale": "head measured: alpha_L = {alpha:.4g} at L = {L:g}",
     "head entropy": (
@@ -526,13 +524,20 @@ NOTES = {
     "past L": (
         "for a head that must find one key among n, the book's retrieval models needed a factor growing "
         "like log n past L (ch. retrieval: without positions Qwen's won back over half of the accuracy "
-        "lost by 16L, and with RoPE an NTK-aware base did most of the repair; ch. needle: on text, at "
-        "16L Qwen's on top of an NTK-aware base added more than the base, which up to 8L was the larger "
-        "repair); the evidence is small two-layer models trained at a short length, tested to "
-        "{tested:g}L and scored by accuracy (with RoPE and an NTK-aware base the loss-optimal factor fell "
-        "below Qwen's by then while the accuracy-optimal one grew); a language model that barely used "
-        "its context gained little from any rule with RoPE and lost by every rule at test without "
-        "positions (ch. language-model); measure your heads' best factor on held-out data"
+        "lost by 16L; with RoPE an NTK-aware base was the larger repair, and Qwen's added on top; "
+        "ch. needle: on text, at 16L, Qwen's on top of an NTK-aware base added more than the base, "
+        "which up to 8L was the larger repair, yet accuracy stayed far below its level at L); the "
+        "evidence is small two-layer decoders trained at a short length (ch. retrieval gives the "
+        "sizes), extended without fine-tuning, tested to {tested:g}L and scored by accuracy (with RoPE "
+        "and an NTK-aware base the loss-optimal factor fell below Qwen's by then while the "
+        "accuracy-optimal one grew); a language model that barely used its context gained little from "
+        "any rule with its rotary frequencies unchanged and lost by every rule at test without "
+        "positions (ch. language-model); measure your heads' best factor by retrieval accuracy on "
+        "held-out data"
+    ),
+    "length cosine": (
+        "cosine scores past L: the book's length experiments had dot-product heads only (no QK-norm); "
+        "the rows apply the same factors to the cosine logits, untested"
     ),
     "past tested": (
         "n/L = {ratio:.4g} is past the {tested:g}L the book tested: the log n factor there is an "
@@ -705,7 +710,7 @@ RULES: tuple[_Rule, ...] = (
             "dot": "Su 2023 (9812)",
             "dot causal": "book ch. decoders",
             "cosine": "Su 2023 (9812)",
-            "cosine causal": "Su 2023 (9812)",
+            "cosine causal": "book ch. decoders",
         },
         _gradient,
         kind="criterion",
@@ -716,7 +721,7 @@ RULES: tuple[_Rule, ...] = (
         "entropy-invariant log_512(n)",
         "Su 2021 (8823), base 512",
         _entropy_invariant_512,
-        lambda s: s.train_length is None,
+        lambda s: s.train_length is None and not s.contrastive,  # a length rule for attention, not a loss
         absolute=True,
     ),
     _Rule(
@@ -951,10 +956,12 @@ def recommend_scale(
         notes.append(_say("past L", tested=tested))
         if n / train_length > tested:
             notes.append(_say("past tested", ratio=n / train_length, tested=tested))
+        if scores == "cosine":
+            notes.append(_say("length cosine"))
         if causal:
             notes.append(_say("causal length"))
     measured = head_scale is not None or head_entropy is not None
-    setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l, measured)
+    setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l, measured, bool(contrastive))
     answer = advice.calculator_answer(scores, bool(causal), n, train_length, bool(contrastive))
     entries = []
     for rule in RULES:
