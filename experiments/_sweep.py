@@ -89,7 +89,7 @@ _COUNTER = None  # in a worker: the steps done by every worker (a shared integer
 
 
 def count_step(step, loss):
-    """The ``progress`` callback of :func:`attnscale.lm.train` in a worker: one more step done."""
+    """The ``progress`` callback of :func:`attnscale.lm_train.train` in a worker: one more step done."""
     with _COUNTER.get_lock():
         _COUNTER.value += 1
 

@@ -176,18 +176,18 @@ def _spike_rows(calibration, model):
 
 
 def run_length(job):
-    from attnscale import lm
+    from attnscale import lm, lm_train
 
     quick = _STATE["quick"]
     config = replace(base_config(quick), positions=job["positions"], scale_rule=job["rule"])
     begin = time.perf_counter()
-    model = lm.train(config, _STATE["corpus"].train, job["seed"], progress=count_step)
+    model = lm_train.train(config, _STATE["corpus"].train, job["seed"], progress=count_step)
     calibration_windows = _windows(
         "validation", TRAIN_LENGTH, CALIBRATION_WINDOWS if not quick else 8, seed=20_000
     )
-    calibration = lm.evaluate(model, calibration_windows)
-    start = lm.TrainedModel(config, lm.init_params(config, job["seed"]), job["seed"], np.zeros(0), 0.0)
-    at_init = lm.evaluate(start, calibration_windows)
+    calibration = lm_train.evaluate(model, calibration_windows)
+    start = lm_train.TrainedModel(config, lm.init_params(config, job["seed"]), job["seed"], np.zeros(0), 0.0)
+    at_init = lm_train.evaluate(start, calibration_windows)
     record = {
         **job,
         "log": model.log(),
@@ -211,17 +211,17 @@ def run_length(job):
     for length in EVAL_LENGTHS:
         windows = _test_windows(length)
         keep = length in (TRAIN_LENGTH, max(EVAL_LENGTHS))
-        record["eval"]["trained"][str(length)] = _summary(lm.evaluate(model, windows), length, keep)
+        record["eval"]["trained"][str(length)] = _summary(lm_train.evaluate(model, windows), length, keep)
         for name, factor_of in rules.items():
             if length > TRAIN_LENGTH:
-                evaluation = lm.evaluate(model, windows, factor=factor_of(length))
+                evaluation = lm_train.evaluate(model, windows, factor=factor_of(length))
                 record["eval"][name][str(length)] = _summary(evaluation, length, keep)
     record["seconds"] = time.perf_counter() - begin
     return record
 
 
 def run_normalizer(job):
-    from attnscale import lm
+    from attnscale import lm_train
 
     quick = _STATE["quick"]
     text = _STATE["corpus"].train
@@ -237,12 +237,12 @@ def run_normalizer(job):
         steps=pretrain_steps(quick),
     )
     begin = time.perf_counter()
-    model = lm.train(config, text, job["seed"], progress=count_step)
+    model = lm_train.train(config, text, job["seed"], progress=count_step)
     arms = {"fixed": config, "sample": replace(config, relu2_length=None)} if relu2 else {"softmax": config}
     record = {**job, "log": model.log(), "zero_shot": {}, "finetuned": {}, "finetune_logs": {}}
     for arm, arm_config in arms.items():
         record["zero_shot"][arm] = {
-            str(length): _summary(lm.evaluate(model, _test_windows(length), config=arm_config), length)
+            str(length): _summary(lm_train.evaluate(model, _test_windows(length), config=arm_config), length)
             for length in NORMALIZER_LENGTHS
         }
         tune = replace(
@@ -253,10 +253,10 @@ def run_normalizer(job):
             learning_rate=FINETUNE_RATE,
             warmup=10 if not quick else 1,
         )
-        tuned = lm.train(tune, text, job["seed"] + 1000, progress=count_step, init=model.params)
+        tuned = lm_train.train(tune, text, job["seed"] + 1000, progress=count_step, init=model.params)
         record["finetune_logs"][arm] = tuned.log()
         record["finetuned"][arm] = _summary(
-            lm.evaluate(tuned, _test_windows(FINETUNE_LENGTH)), FINETUNE_LENGTH
+            lm_train.evaluate(tuned, _test_windows(FINETUNE_LENGTH)), FINETUNE_LENGTH
         )
     record["seconds"] = time.perf_counter() - begin
     return record

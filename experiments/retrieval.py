@@ -244,7 +244,7 @@ def _factor(config, length, value, scope, head):
 
 def _oracle(model, task, length, head, variants):
     """Validation loss and accuracy over ORACLE_FACTORS, on every head or the retrieval head alone."""
-    from attnscale import lm
+    from attnscale import lm_train
 
     quick = _STATE["quick"]
     batch = make_batch(
@@ -256,7 +256,9 @@ def _oracle(model, task, length, head, variants):
         for scope in ("all", "head"):
             losses, accs = [], []
             for value in factors:
-                e = lm.evaluate_task(model, batch, _factor(config, length, value, scope, head), config=config)
+                e = lm_train.evaluate_task(
+                    model, batch, _factor(config, length, value, scope, head), config=config
+                )
                 losses.append(e["loss"].mean())
                 accs.append(e["correct"].mean())
             out[f"{scope}:{variant}"] = {
@@ -269,28 +271,28 @@ def _oracle(model, task, length, head, variants):
 
 def _calibration(model, task):
     """Each head's entropy and score spread for the queries that see L keys (the rules' input)."""
-    from attnscale import lm
+    from attnscale import lm_train
 
     batch = make_batch(task, TRAIN_LENGTH, 128 if not _STATE["quick"] else 8, VALIDATION_SEED, "validation")
     windows = np.concatenate([batch.inputs, batch.targets[:, -1:]], axis=1)  # causal: targets are the shift
-    calibration = lm.evaluate(model, windows)
+    calibration = lm_train.evaluate(model, windows)
     return calibration["entropy"][..., -1], calibration["score_std"][..., -1]
 
 
 def run_recall(job, model, record):
     """Every arm of a causal recall model at every length, the oracle, the rules, the control."""
-    from attnscale import lm
+    from attnscale import lm_train
     from attnscale.length_rules import rule_factors
 
     quick = _STATE["quick"]
     config = model.config
-    at_l = lm.evaluate_task(
+    at_l = lm_train.evaluate_task(
         model, make_batch("recall", TRAIN_LENGTH, windows_at(TRAIN_LENGTH, TEST_TOKENS, quick), TEST_SEED)
     )
     weight_at_l = np.nanmean(at_l["answer_weight"], axis=(0, 3))  # (layers, heads)
     head = tuple(int(i) for i in np.unravel_index(np.argmax(weight_at_l), weight_at_l.shape))
     record["retrieval_head"] = list(head)
-    control = lm.evaluate_task(
+    control = lm_train.evaluate_task(
         model,
         make_batch(
             "recall", TRAIN_LENGTH, windows_at(TRAIN_LENGTH, TEST_TOKENS, quick), CONTROL_SEED, absent=True
@@ -312,7 +314,7 @@ def run_recall(job, model, record):
         }
         rows_batch = make_batch("recall", TRAIN_LENGTH, ROW_WINDOWS if not quick else 2, TEST_SEED + 1)
         scored = np.nonzero(rows_batch.weights[0])[0][-ROW_QUERIES:]
-        kept = lm.evaluate_task(model, rows_batch, rows=scored)
+        kept = lm_train.evaluate_task(model, rows_batch, rows=scored)
         record["rows_at_L"] = {
             "queries": scored.tolist(),
             "logits": rounded(kept["rows"], 5),  # (windows, layers, heads, queries, L)
@@ -330,7 +332,7 @@ def run_recall(job, model, record):
             if standard and length > TRAIN_LENGTH and length in LENGTHS:
                 arms |= {name: rule(length) for name, rule in rules.items()}
             for arm, factor in arms.items():
-                e = lm.evaluate_task(model, batch, factor, config=vconfig)
+                e = lm_train.evaluate_task(model, batch, factor, config=vconfig)
                 evaluations.setdefault(f"{arm}:{variant}", {})[str(length)] = _stats(e)
         if standard and length > TRAIN_LENGTH and length in LENGTHS:
             variants = _rope_variants(model, length)
@@ -340,7 +342,7 @@ def run_recall(job, model, record):
                 scope, variant = key.split(":")
                 best = curve["factors"][int(np.argmin(curve["loss"]))]
                 factor = _factor(variants[variant], length, best, scope, head)
-                e = lm.evaluate_task(model, batch, factor, config=variants[variant])
+                e = lm_train.evaluate_task(model, batch, factor, config=variants[variant])
                 evaluations.setdefault(f"oracle_{scope}:{variant}", {})[str(length)] = _stats(e) | {
                     "factor": best
                 }
@@ -349,7 +351,7 @@ def run_recall(job, model, record):
 
 def run_text(job, model, record):
     """Masked-token accuracy (MLM) or the needle's exact match, by length (and depth)."""
-    from attnscale import lm
+    from attnscale import lm_train
     from attnscale.length_rules import rule_factors
 
     quick = _STATE["quick"]
@@ -370,7 +372,7 @@ def run_text(job, model, record):
                 batch = make_batch(
                     "mlm", length, windows_at(length, TEST_TOKENS, quick), TEST_SEED + length, "test"
                 )
-                e = lm.evaluate_task(model, batch, config=vconfig)
+                e = lm_train.evaluate_task(model, batch, config=vconfig)
                 # masked positions differ per window: accuracy per window from its own positions
                 evaluations.setdefault(f"trained:{variant}", {})[str(length)] = {
                     "acc_by_window": rounded(e["correct"].mean(axis=1), 5),
@@ -391,14 +393,16 @@ def run_text(job, model, record):
                         "test",
                         depth=depth,
                     )
-                    by_depth[str(depth)] = _stats(lm.evaluate_task(model, batch, factor, config=vconfig))
+                    by_depth[str(depth)] = _stats(
+                        lm_train.evaluate_task(model, batch, factor, config=vconfig)
+                    )
                 evaluations.setdefault(f"{arm}:{variant}", {})[str(length)] = by_depth
     record["eval"] = evaluations
 
 
 def run_bidirectional_recall(job, model, record):
     """Bidirectional recall by length; a relu^2 model with N fixed at L and with N = the window."""
-    from attnscale import lm
+    from attnscale import lm_train
 
     quick = _STATE["quick"]
     config = model.config
@@ -413,18 +417,18 @@ def run_bidirectional_recall(job, model, record):
             "bidirectional_recall", length, windows_at(length, TEST_TOKENS, quick), TEST_SEED + length
         )
         for arm, arm_config in arms.items():
-            e = lm.evaluate_task(model, batch, config=arm_config)
+            e = lm_train.evaluate_task(model, batch, config=arm_config)
             evaluations.setdefault(f"{arm}:plain", {})[str(length)] = _stats(e)
     record["eval"] = evaluations
 
 
 def run_job(job):
-    from attnscale import lm
+    from attnscale import lm_train
 
     quick = _STATE["quick"]
     config = config_for(job, quick)
     begin = time.perf_counter()
-    model = lm.train_task(
+    model = lm_train.train_task(
         config, training_batches(config, job["task"], job["seed"]), job["seed"], progress=count_step
     )
     record = {**job, "log": model.log()}

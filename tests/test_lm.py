@@ -1,4 +1,4 @@
-"""The language model of attnscale.lm and its corpus: shapes, masks, rules, gradients, a short run."""
+"""attnscale.lm, attnscale.lm_train and the corpus: shapes, masks, rules, gradients, a short run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from attnscale import corpus
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
-from attnscale import lm  # noqa: E402
+from attnscale import lm, lm_train  # noqa: E402
 
 TINY = lm.LMConfig(
     d_model=16, n_heads=2, n_layers=1, d_mlp=32, train_length=32, batch=16, steps=150, learning_rate=1e-2
@@ -205,8 +205,8 @@ def test_ssmax_gradient_against_finite_differences(text):
 
 def test_a_tiny_run_learns_and_repeats(text):
     """150 tiny steps take the loss below the bytes' unigram entropy; the same seed, the same run."""
-    first = lm.train(TINY, text.train, seed=0)
-    again = lm.train(TINY, text.train, seed=0, steps=10)
+    first = lm_train.train(TINY, text.train, seed=0)
+    again = lm_train.train(TINY, text.train, seed=0, steps=10)
     np.testing.assert_array_equal(first.losses[:10], again.losses)
     counts = np.bincount(text.train, minlength=256) / len(text.train)
     unigram = -np.sum(counts[counts > 0] * np.log(counts[counts > 0]))
@@ -215,20 +215,20 @@ def test_a_tiny_run_learns_and_repeats(text):
 
 
 def test_evaluate_shapes_and_factor(text):
-    model = lm.train(TINY, text.train, seed=0, steps=5)
+    model = lm_train.train(TINY, text.train, seed=0, steps=5)
     windows = corpus.batch_windows(text.validation, np.array([0, 50, 300]), 20)
-    plain = lm.evaluate(model, windows, batch=2)
+    plain = lm_train.evaluate(model, windows, batch=2)
     assert plain["loss"].shape == (20,) and plain["entropy"].shape == (1, 2, 20)
     assert plain["loss_by_window"].shape == (3,)
     np.testing.assert_allclose(plain["loss"].mean(), plain["loss_by_window"].mean(), rtol=1e-5)
-    sharper = lm.evaluate(model, windows, factor=np.full((1, 2, 20), 3.0, np.float32))
+    sharper = lm_train.evaluate(model, windows, factor=np.full((1, 2, 20), 3.0, np.float32))
     assert np.all(sharper["entropy"][..., 1:] < plain["entropy"][..., 1:])
     with pytest.raises(ValueError, match="factor"):
-        lm.evaluate(model, windows, factor=np.ones((1, 2, 19)))
+        lm_train.evaluate(model, windows, factor=np.ones((1, 2, 19)))
     with pytest.raises(ValueError, match="factor"):
-        lm.evaluate(model, windows, factor=np.zeros((1, 2, 20)))
+        lm_train.evaluate(model, windows, factor=np.zeros((1, 2, 20)))
     with pytest.raises(ValueError, match="windows"):
-        lm.evaluate(model, windows.astype(float))
+        lm_train.evaluate(model, windows.astype(float))
 
 
 # -- the committed results came from this code -------------------------------------------
@@ -241,7 +241,7 @@ def test_results_file_replays(text, experiment):
     Float32 on another machine, thread count or XLA version may round
     differently, hence a relative tolerance; two seeds differ by far more.
     """
-    results = lm.load_results()
+    results = lm_train.load_results()
     assert results["provenance"]["corpus"]["sha256"] == text.sha256
     runs = [r for r in results["runs"] if r["experiment"] == experiment]
     first = sorted(runs, key=lambda r: (r["seed"], str(r)))[0]
@@ -249,7 +249,7 @@ def test_results_file_replays(text, experiment):
     other = next(r for r in same_config if r["seed"] != first["seed"])
     config = lm.LMConfig(**first["log"]["config"])
     steps = 8
-    replay = lm.train(config, text.train, first["seed"], steps=steps)
+    replay = lm_train.train(config, text.train, first["seed"], steps=steps)
     logged = np.array(first["log"]["losses"][:steps])
     # this machine's replays agree to about 1e-7; 100 times that
     np.testing.assert_allclose(replay.losses, logged, rtol=1e-5)

@@ -8,7 +8,7 @@ import pytest
 from attnscale import corpus, tasks
 
 jax = pytest.importorskip("jax")
-from attnscale import lm  # noqa: E402
+from attnscale import lm, lm_train  # noqa: E402
 from attnscale.length_rules import ntk_rope_base, rule_factors  # noqa: E402
 
 VOCAB = tasks.recall_vocabulary(32, 8)
@@ -150,19 +150,19 @@ def test_task_training_learns_recall_and_the_probe_finds_the_pair():
         previous_token=True,
         positions="nope",
     )
-    model = lm.train_task(config, lambda s: tasks.associative_recall(16, 32, s, vocabulary), 0)
+    model = lm_train.train_task(config, lambda s: tasks.associative_recall(16, 32, s, vocabulary), 0)
     test = tasks.associative_recall(16, 64, 999, vocabulary)
-    result = lm.evaluate_task(model, test)
+    result = lm_train.evaluate_task(model, test)
     accuracy = result["correct"].mean()
     # chance is 1/4; 64 x 4 answers give a standard error under 0.03
     assert accuracy > 0.5, accuracy
-    control = lm.evaluate_task(model, tasks.associative_recall(16, 64, 999, vocabulary, absent=True))
+    control = lm_train.evaluate_task(model, tasks.associative_recall(16, 64, 999, vocabulary, absent=True))
     assert control["correct"].mean() < 0.4
     assert np.isnan(control["answer_weight"]).all()
     weight = np.nanmean(result["answer_weight"], axis=(0, 3))
     assert weight.max() > 2 * (2 / 16)  # a head looks at the pair, far more than a uniform row would
     # the loss the loop logs is the scored positions' cross-entropy, recomputed here by hand
-    first = lm.train_task(config, lambda s: tasks.associative_recall(16, 32, s, vocabulary), 0, steps=1)
+    first = lm_train.train_task(config, lambda s: tasks.associative_recall(16, 32, s, vocabulary), 0, steps=1)
     batch0 = tasks.associative_recall(16, 32, 0, vocabulary)
     by_hand = lm.task_loss_fn(
         config, lm.init_params(config, 0), batch0.inputs, batch0.targets, batch0.weights
@@ -172,13 +172,15 @@ def test_task_training_learns_recall_and_the_probe_finds_the_pair():
 
 def test_evaluate_task_rows_and_factor_shapes():
     config = lm.LMConfig(d_model=16, n_heads=2, n_layers=2, d_mlp=32, vocab=VOCAB.size, previous_token=True)
-    model = lm.TrainedModel(config, jax.tree.map(np.asarray, lm.init_params(config, 0)), 0, np.zeros(0), 0.0)
+    model = lm_train.TrainedModel(
+        config, jax.tree.map(np.asarray, lm.init_params(config, 0)), 0, np.zeros(0), 0.0
+    )
     batch = tasks.associative_recall(32, 3, 0, VOCAB)
-    out = lm.evaluate_task(model, batch, rows=[17, 19])
+    out = lm_train.evaluate_task(model, batch, rows=[17, 19])
     assert out["correct"].shape == (3, 8) and out["answer_weight"].shape == (3, 2, 2, 8)
     assert out["rows"].shape == (3, 2, 2, 2, 32)
     with pytest.raises(ValueError, match="factor"):
-        lm.evaluate_task(model, batch, factor=np.ones((2, 2, 31)))
+        lm_train.evaluate_task(model, batch, factor=np.ones((2, 2, 31)))
 
 
 def test_ntk_base_and_rules():
@@ -202,7 +204,7 @@ def test_ntk_base_and_rules():
 @pytest.mark.parametrize(("positions", "rule"), [("nope", "ssmax"), ("rope", "logn512")])
 def test_retrieval_results_replay(positions, rule):
     """The first logged steps of a retrieval run are reproduced by training again (the chapter replays O)."""
-    results = lm.load_results(name="retrieval.json")
+    results = lm_train.load_results(name="retrieval.json")
     runs = sorted(
         (
             r
@@ -215,7 +217,7 @@ def test_retrieval_results_replay(positions, rule):
     config = lm.LMConfig(**first["log"]["config"])
     vocabulary = tasks.recall_vocabulary(**results["settings"]["recall_vocabulary"])
     steps = 4
-    replay = lm.train_task(
+    replay = lm_train.train_task(
         config,
         lambda s: tasks.associative_recall(
             config.train_length, config.batch, tasks.step_seed(first["seed"], s), vocabulary

@@ -52,7 +52,7 @@ def pool_results(*results):
     Parameters
     ----------
     *results : dict
-        Results files as read by :func:`attnscale.lm.load_results`, each with
+        Results files as read by :func:`attnscale.lm_train.load_results`, each with
         ``"provenance"``, ``"settings"`` and ``"runs"``.
 
     Returns
