@@ -1434,9 +1434,9 @@ def _gradient_axes(gradient):
     return y_limit, y_zero, {c.get_attribute("data-label"): c for c in gradient.locator("circle").all()}
 
 
-def test_the_form_on_the_page(browser, probe_page):
-    from test_browser import FIT_CHECK
-
+@pytest.fixture
+def form_tab(browser, probe_page):
+    """The calculator's page at 390 px, fresh for each test; no request leaves the page, no error."""
     tab = browser.new_page(viewport={"width": 390, "height": 800})
     origin = probe_page.split("/book/")[0]
     outside, problems = [], []
@@ -1446,7 +1446,24 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.goto(probe_page, wait_until="load")
     form = tab.locator("#attnscale-calculator")
     assert form.is_visible()
+    yield tab
+    assert outside == [] and problems == [], (outside, problems)
+    tab.close()
+
+
+def _form_parts(tab):
+    """The form, its rows with numbers, figure (a)'s drawing and figure (b)."""
+    form = tab.locator("#attnscale-calculator")
     rows = tab.locator("#attnscale-calculator tbody tr:not(.calc-group):not(.calc-how)")
+    svg = tab.locator("#attnscale-calculator .calc-figure:not(.calc-gradient) svg")
+    gradient = tab.locator("#attnscale-calculator .calc-gradient")
+    return form, rows, svg, gradient
+
+
+def test_the_form_prints_the_cli_table(form_tab):
+    """The defaults, a measured head and a contrastive loss: the command line's table, words and messages."""
+    tab = form_tab
+    form, rows, _, _ = _form_parts(tab)
     # the defaults (d 128, n 65536, L 4096): the package's rows, the exact
     # match solved on the page
     want = at.recommend_scale(d=128, n=65536, train_length=4096)
@@ -1489,6 +1506,12 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.get_by_label("contrastive loss").uncheck()
     tab.get_by_label("scores", exact=True).select_option("dot")
     tab.get_by_label("training length").fill("4096")
+
+
+def test_the_form_draws_the_gradient_figures(form_tab):
+    """Figure (a) with the reader's n marked; figure (b), Gaussian, at the package's numbers."""
+    tab = form_tab
+    _, _, svg, gradient = _form_parts(tab)
     # the figure: both curves and the reader's n marked on each
     svg = tab.locator("#attnscale-calculator .calc-figure:not(.calc-gradient) svg")
     assert svg.locator("path").count() == 2 and svg.locator("circle").count() == 2
@@ -1514,6 +1537,12 @@ def test_the_form_on_the_page(browser, probe_page):
     assert float(dots["α*"].get_attribute("cx")) < float(dots["√(2 ln n)"].get_attribute("cx"))
     last_y = float(gradient.locator("path").get_attribute("d").rsplit(",", 1)[1])
     assert abs(last_y - y_limit) < 1.0, (last_y, y_limit)
+
+
+def test_the_form_by_keyboard_and_for_screen_readers(form_tab):
+    """Typing updates the table; a bad field is marked and described; one polite status when typing pauses."""
+    tab = form_tab
+    form, rows, svg, gradient = _form_parts(tab)
     mark = svg.locator("circle").first.get_attribute("cx")
     # by keyboard: labels name the fields, typing updates the table
     tab.get_by_label("number of keys").fill("")
@@ -1550,6 +1579,15 @@ def test_the_form_on_the_page(browser, probe_page):
     tab.get_by_label("number of keys").fill("1e12")  # beyond the exact expectations' range
     assert gradient.locator("svg").count() == 0 and "beyond" in gradient.inner_text()
     tab.get_by_label("number of keys").fill("1000")
+
+
+def test_the_form_for_cosine_scores(form_tab):
+    """Cosine scores: figure (b) computed between keystrokes, a measured entropy, the causal row, in time."""
+    tab = form_tab
+    form, rows, _, gradient = _form_parts(tab)
+    status = tab.locator("#attnscale-calculator [role=status]")
+    tab.get_by_label("number of keys").fill("1000")
+    tab.get_by_label("head dimension").fill("2")  # the cosine curve spans 30 decades
     tab.get_by_label("scores", exact=True).select_option("cosine")
     # figure (b) for cosines, computed between keystrokes and then drawn in
     # place of a line that says so: at d = 2 the limit is infinite (no dashed
@@ -1613,6 +1651,15 @@ def test_the_form_on_the_page(browser, probe_page):
     )
     want_row = next(e for e in want.entries if e.criterion == "gradient (cosine mean field), causal")
     assert causal_row == format(want_row.unit_scale, ".3f"), (causal_row, want_row)  # beside "absolute"
+
+
+def test_the_form_on_a_phone(form_tab):
+    """A row left to the command line; the scroll hint; a phone's width, light and dark; axe-core."""
+    from test_browser import FIT_CHECK
+
+    tab = form_tab
+    form, _, _, _ = _form_parts(tab)
+    tab.get_by_role("checkbox", name="causal").check()
     # a "see the CLI" row (the exact match too close to its boundary for the page's table)
     tab.get_by_label("scores", exact=True).select_option("dot")
     for field, value in (("calc-n", "65536"), ("calc-train-length", "1e9"), ("calc-head-scale", "4.4148")):
@@ -1654,8 +1701,6 @@ def test_the_form_on_the_page(browser, probe_page):
         result = tab.evaluate("async () => await axe.run('#attnscale-calculator')")
         serious = [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
         assert serious == [], (theme, serious)
-    assert outside == [] and problems == [], (outside, problems)
-    tab.close()
 
 
 def test_notebook_download_drops_the_form_and_keeps_the_sentence():
