@@ -21,17 +21,13 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import jax  # pinned in requirements.txt (attnscale.lm says how to install it if it is missing)
+import jax.numpy as jnp
 import numpy as np
 
 from ._validate import count as _count
 from .corpus import batch_windows, window_starts
 from .lm import LMConfig, _task_losses, _token_losses, init_params, loss_fn, task_loss_fn
-
-try:  # JAX is a dependency of this module and attnscale.lm only (requirements.txt pins it)
-    import jax
-    import jax.numpy as jnp
-except ImportError as error:  # pragma: no cover - the pinned install has it
-    raise ImportError("attnscale.lm_train needs JAX: pip install -r requirements.txt") from error
 
 __all__ = [
     "TrainedModel",
