@@ -1491,7 +1491,8 @@
     const values = { raw, unit, alpha: s.a };
     const out = { title, first: fill(T["first" + suffix], values), second: fill(T["second" + suffix], values) };
     const level = table.words.answers.confidence[answer];
-    for (const g of table.words.groups) out[`group ${g}`] = fill(T[`group ${g}`], { answer, level });
+    const caveat = caveatWords(answer, s, table);
+    for (const g of table.words.groups) out[`group ${g}`] = fill(T[`group ${g}`], { answer, level, caveat });
     out.columns = [
       T["column criterion"],
       s.L !== null ? T["column factor"] : T["column scale"],
@@ -1499,6 +1500,17 @@
       T["column source"],
     ];
     return out;
+  }
+
+  // attnscale.calculator._caveat: what the length answer's evidence did not test in this setting
+  function caveatWords(answer, s, table) {
+    if (answer !== "length") return "";
+    const T = table.words.table;
+    const items = [];
+    if (s.scores === "cosine") items.push(T["caveat cosine"]);
+    if (!s.causal) items.push(T["caveat encoder"]);
+    if (s.n / s.L > table.words.answers.tested) items.push(fill(T["caveat far"], { tested: table.words.answers.tested }));
+    return items.length ? fill(T.caveat, { items: items.join(", ") }) : "";
   }
 
   // attnscale.calculator.Recommendation.cells: each row's two numbers as the table prints them (a row the page
@@ -1521,7 +1533,18 @@
     const template = (s.causal ? how[`${answer} causal`] : undefined) ?? how[answer];
     const marked = entries.filter((e) => e.group === "answer" && !e.cli);
     if (template === undefined || marked.length === 0) return "";
-    return fill(template, { factor: marked[0].factor ?? marked[0].unit / s.a, scale: marked[0].scale, ntk: ntkWords(s, table) });
+    const [lowRatio, highRatio] = table.words.answers.contrastive;
+    const scale = marked[0].scale;
+    return fill(template, {
+      factor: marked[0].factor ?? marked[0].unit / s.a,
+      scale,
+      ntk: ntkWords(s, table),
+      root: Math.sqrt(s.d),
+      low: scale * lowRatio,
+      high: scale * highRatio,
+      low_ratio: lowRatio,
+      high_ratio: highRatio,
+    });
   }
 
   // attnscale.calculator._ntk_words: RoPE's base stretched for n keys, (n/L)^(d/(d-2)), with its number

@@ -35,8 +35,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     scale = commands.add_parser("scale", help="every criterion's scale for one setting")
-    scale.add_argument("--d", required=True, help="head dimension (>= 2)")
-    scale.add_argument("--n", required=True, help="number of keys, or the longest sequence if --causal")
+    scale.add_argument(
+        "--d", required=True, help="head dimension (>= 2); with --contrastive, the embedding dimension"
+    )
+    scale.add_argument(
+        "--n",
+        required=True,
+        help="number of keys, or the longest sequence if --causal, or candidates per query if --contrastive",
+    )
     scale.add_argument("--cosine", action="store_true", help="scores are cosines of normalized q and k")
     scale.add_argument(
         "--causal",

@@ -29,6 +29,7 @@ The recommendations, and the evidence each rests on:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,12 +46,14 @@ __all__ = [
     "CALCULATOR_NTK",
     "CALCULATOR_ROWS",
     "CONFIDENCE",
+    "CONTRASTIVE_PRACTICE",
     "LENGTH_TESTED_RATIO",
     "LENGTH_VERDICT",
     "ROPE_FIRST",
     "Answer",
     "answers",
     "calculator_answer",
+    "contrastive_ratios",
 ]
 
 #: What to do first with RoPE past the training length, in plain words: part of
@@ -120,24 +123,50 @@ CALCULATOR_HOW = {
         "add this one to it; other extensions (position interpolation, Llama 3's) were not tested"
     ),
     "cosine": (
-        "normalize each head's q and k to unit RMS, keep 1/sqrt(d), i.e. this row's {scale:.4g} on the "
-        "cosine, and learn a gain on q and k, as released models with QK-norm do; the gradient criteria "
-        "below ask for more, untested by training"
+        "to train: normalize each head's q and k to unit RMS, keep 1/sqrt(d), i.e. sqrt(d) = {root:.4g} "
+        "on the cosine, and learn a gain on q and k, as released models with QK-norm do; a trained "
+        "model: factor 1, nothing to change. The gradient criteria below ask for more, untested by "
+        "training"
     ),
     "contrastive": (
-        "an order of magnitude, not a value to three figures: search the scale (the inverse "
-        "temperature) between the standard sqrt(d) and this row's, about {scale:.2g}; the book compared "
-        "the argument with three published cosine-logit settings (two margin losses and SimCSE), which "
-        "it matches in order of magnitude, and no other contrastive setting"
+        "an order of magnitude, not a value to three figures: search the scale (the inverse temperature) "
+        "from {low:.2g} to {high:.2g}, the {low_ratio:.2g} to {high_ratio:.2g} times this row's that "
+        "spans the three published cosine-logit settings the book compared (two margin losses and "
+        "SimCSE, ch. cosine-scores); it has compared no other contrastive setting"
     ),
 }
 
 #: The RoPE base the book stretched past L (``attnscale.length_rules.ntk_rope_base``), in words: with
 #: its number when it prints (head dimension above 2, no overflow), else the formula alone.
 CALCULATOR_NTK = {
-    "value": "RoPE's base times (n/L)^(d/(d-2)) = {value:.4g} here",
-    "formula": "RoPE's base times (n/L)^(d/(d-2))",
+    "value": "RoPE's base times (n/L)^(d/(d-2)) = {value:.4g} here (d the rotary dimension: the head's, "
+    "unless only part of each head rotates)",
+    "formula": "RoPE's base times (n/L)^(d/(d-2)) (d the rotary dimension: the head's, unless only part "
+    "of each head rotates)",
 }
+
+#: Published scales on cosine logits that the book compares with the gradient optimum
+#: (chapter *Cosine scores*, its table of practice): name, scale used, embedding dimension d,
+#: candidates per row n.  AM-Softmax and CosFace: 10,516 CASIA-WebFace identities; SimCSE:
+#: unsupervised, BERT-base, a batch of 64 (temperature 0.05).
+CONTRASTIVE_PRACTICE = (
+    ("AM-Softmax", 30.0, 512, 10516),
+    ("CosFace", 64.0, 512, 10516),
+    ("SimCSE (unsup.)", 20.0, 768, 64),
+)
+
+
+@functools.lru_cache(maxsize=1)
+def contrastive_ratios() -> dict[str, float]:
+    """Each published scale of ``CONTRASTIVE_PRACTICE`` over :math:`\\alpha^*(n, d)` at its own setting.
+
+    Examples
+    --------
+    >>> ratios = contrastive_ratios()
+    >>> min(ratios, key=ratios.get), bool(min(ratios.values()) < 1 < max(ratios.values()))
+    ('SimCSE (unsup.)', True)
+    """
+    return {name: used / float(cosine_alpha_star(n, d)) for name, used, d, n in CONTRASTIVE_PRACTICE}
 
 
 def calculator_answer(scores, causal, n, train_length, contrastive=False) -> str:
@@ -262,6 +291,8 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
     tuned_n = "$ and $".join(str(k) for k in TUNED_LENGTHS)
     cos_star = float(cosine_alpha_star(n, d))
     pairs = float(cosine_alpha_star(candidates, d_embed))
+    ratios = contrastive_ratios()
+    low, high, lowest = min(ratios.values()), max(ratios.values()), min(ratios, key=ratios.get)
     half = context // 2
     alpha_half = float(gaussian_alpha_star(half))
     positions = np.arange(2, context + 1)
@@ -293,7 +324,9 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "contrastive",
             "**contrastive losses** on cosine similarity",
             rf"a scale of the order of $\alpha^*(n, d)$ with $n$ candidates: about ${_n(pairs, 1)}$ "
-            rf"(temperature about ${_n(1 / pairs, 1)}$) at $n = {candidates}$, $d = {d_embed}$",
+            rf"(temperature about ${_n(1 / pairs, 1)}$) at $n = {candidates}$, $d = {d_embed}$; the "
+            rf"published scales the book compared lie between ${_n(low, 2)}$ and ${_n(high, 2)}$ times "
+            rf"$\alpha^*$ ({lowest} at the low end)",
             "an order-of-magnitude argument, matched in order of magnitude (tens) by three published "
             "cosine-logit scales, two of them margin losses, not in value",
             "{ref}`cosine scores: practice <sec-cosine-practice>`, {prf:ref}`prop-cosine-power-law`",

@@ -193,7 +193,9 @@ class Recommendation:
                 if group == "answer" and self.how:
                     lines += textwrap.wrap(self.how, 88, initial_indent="      ", subsequent_indent="      ")
                 group = e.group
-                lines.append("  " + words[f"group {group}"])
+                lines += textwrap.wrap(
+                    words[f"group {group}"], 88, initial_indent="  ", subsequent_indent="    "
+                )
             lines.append(f"    {e.criterion:<{width - 2}}  {number:>9}  {unit:>7}  {e.source}")
         for note in self.notes:
             lines += textwrap.wrap(note, 88, initial_indent="  note: ", subsequent_indent="        ")
@@ -261,7 +263,11 @@ TABLE = {
     "column alpha": "alpha",
     "column source": "source",
     "absolute": "absolute",
-    "group answer": "what the book recommends here (its answer '{answer}', {level} confidence):",
+    "group answer": "what the book recommends here (its answer '{answer}', {level} confidence{caveat}):",
+    "caveat": " where tested; untested here: {items}",
+    "caveat cosine": "QK-norm (cosine) heads",
+    "caveat encoder": "encoders (every query sees n keys)",
+    "caveat far": "n/L past {tested:g}",
     "group published": "published rules, each as its release applies it:",
     "group initial": "published initial values, learned in training afterwards (not a scale to set):",
     "group criterion": "the book's criteria (Parts II and III), not its advice:",
@@ -297,9 +303,24 @@ def _table_words(rec) -> dict:
         ],
     }
     level = advice.CONFIDENCE[rec.answer]
+    caveat = _caveat(rec.answer, rec.scores, rec.causal, rec.n, rec.train_length)
     for group in GROUPS:
-        out[f"group {group}"] = TABLE[f"group {group}"].format(answer=rec.answer, level=level)
+        out[f"group {group}"] = TABLE[f"group {group}"].format(answer=rec.answer, level=level, caveat=caveat)
     return out
+
+
+def _caveat(answer, scores, causal, n, train_length) -> str:
+    """What the length answer's evidence did not test in this setting, for the group's heading (or "")."""
+    if answer != "length":
+        return ""
+    items = []
+    if scores == "cosine":
+        items.append(TABLE["caveat cosine"])
+    if not causal:
+        items.append(TABLE["caveat encoder"])
+    if n / train_length > advice.LENGTH_TESTED_RATIO:
+        items.append(TABLE["caveat far"].format(tested=advice.LENGTH_TESTED_RATIO))
+    return TABLE["caveat"].format(items=", ".join(items)) if items else ""
 
 
 #: What the measurements mean: the command line's help and the page's notes under its fields.
@@ -308,7 +329,8 @@ FIELDS = {
         "the head's mean attention entropy in nats over L keys, measured at the training length L: "
         "for a causal (decoder) head, the mean over the queries at the last positions of a "
         "training-length sequence, which see about L keys, not the mean over all positions "
-        "(earlier positions see fewer keys)"
+        "(earlier positions see fewer keys); it calibrates the sqrt rule and the exact match, not the "
+        "marked row's factor"
     ),
     "head_scale": (
         "the head's scale alpha_L at the training length L: the standard deviation of its logits "
@@ -788,6 +810,10 @@ def page_words() -> dict:
             "confidence": advice.CONFIDENCE,
             "how": advice.CALCULATOR_HOW,
             "ntk": advice.CALCULATOR_NTK,
+            "contrastive": [
+                min(advice.contrastive_ratios().values()),
+                max(advice.contrastive_ratios().values()),
+            ],
             "tested": advice.LENGTH_TESTED_RATIO,
         },
     }
@@ -973,7 +999,7 @@ def recommend_scale(
             entries.append(dataclasses.replace(entry, group=group))
         notes.extend(note for note in rule_notes if note not in notes)
     entries.sort(key=lambda e: GROUPS.index(e.group))  # stable: the order of RULES within a group
-    how = _how(answer, causal, entries, alpha_l, _ntk_words(d, n, train_length))
+    how = _how(answer, causal, entries, alpha_l, d, _ntk_words(d, n, train_length))
     return Recommendation(
         d,
         n,
@@ -1008,13 +1034,16 @@ def _ntk_words(d, n, train_length) -> str:
     return words["formula"]
 
 
-def _how(answer, causal, entries, alpha_l, ntk="") -> str:
+def _how(answer, causal, entries, alpha_l, d, ntk="") -> str:
     """How to use the marked row, from the book's answer, with the row's numbers filled in (or "").
 
     The template is ``advice.CALCULATOR_HOW[answer + " causal"]`` for a
     causal setting where there is one, else ``[answer]``; its fields are the
-    row's ``factor`` on the trained logits, its ``scale`` on the raw score
-    and ``ntk``, the stretched RoPE base in words (:func:`_ntk_words`).
+    row's ``factor`` on the trained logits, its ``scale`` on the raw score,
+    ``ntk``, the stretched RoPE base in words (:func:`_ntk_words`), ``root``
+    (:math:`\\sqrt d`) and, for a contrastive loss, the search range
+    ``low`` to ``high``: the row's scale times the smallest and largest
+    ratio of ``advice.contrastive_ratios`` (``low_ratio``, ``high_ratio``).
     """
     how = advice.CALCULATOR_HOW
     template = how.get(f"{answer} causal") if causal else None
@@ -1023,7 +1052,19 @@ def _how(answer, causal, entries, alpha_l, ntk="") -> str:
     if template is None or not marked:
         return ""
     factor = marked[0].factor if marked[0].factor is not None else marked[0].unit_scale / alpha_l
-    return template.format(factor=factor, scale=marked[0].scale, ntk=ntk)
+    ratios = advice.contrastive_ratios().values()
+    low_ratio, high_ratio = min(ratios), max(ratios)
+    scale = marked[0].scale
+    return template.format(
+        factor=factor,
+        scale=scale,
+        ntk=ntk,
+        root=float(np.sqrt(d)),
+        low=scale * low_ratio,
+        high=scale * high_ratio,
+        low_ratio=low_ratio,
+        high_ratio=high_ratio,
+    )
 
 
 def _head_from_entropy(head_entropy, train_length, law, d):
