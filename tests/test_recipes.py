@@ -558,8 +558,9 @@ def test_the_marked_length_row_says_to_extend_rope_first():
     assert advice.ROPE_FIRST in at.answers()["length"].recommendation
     for measure in (dict(), dict(head_scale=2.0)):
         rec = at.recommend_scale(128, 32768, train_length=4096, **measure)
-        assert rec.how.startswith(advice.ROPE_FIRST + ": RoPE's base times (n/L)^(d/(d-2)) = ")
-        assert f"= {8 ** (128 / 126):.4g} here (d the rotary dimension" in rec.how
+        first = "for a head that must find one key among n: " + advice.ROPE_FIRST
+        assert rec.how.startswith(first + ": RoPE's base times (n/L)^(d/(d-2)) = ")
+        assert f"= {8 ** (128 / 126):.4g} here, with all d = 128 dimensions rotating" in rec.how
         assert "then multiply the trained logits past L" in rec.how
         assert f"by this row's factor, {math.log(32768) / math.log(4096):.4g} here" in rec.how
         text = " ".join(str(rec).split())
@@ -584,7 +585,7 @@ def test_a_contrastive_loss_marks_the_gradient_row_as_an_order_of_magnitude():
     assert rec.how.startswith("an order of magnitude")
     ratios = at.advice.contrastive_ratios().values()
     low, high = (rec.recommended[0].scale * r for r in (min(ratios), max(ratios)))
-    assert f"from {low:.2g} to {high:.2g}" in rec.how
+    assert f"({low:.2g} to {high:.2g} here)" in rec.how
     assert "contrastive', low confidence" in str(rec)
     for bad in (dict(causal=True), dict(train_length=512), dict(scores="dot")):
         with pytest.raises(ValueError, match="contrastive loss scores its n candidates at once"):
@@ -677,7 +678,8 @@ def test_the_rope_base_and_the_tested_range_are_printed():
     assert "n/L = 32 is past the 16L the book tested: the log n factor there is an extrapolation" in far.notes
     # head dimension 2: (n/L)^(d/(d-2)) has no value; the formula alone
     assert (
-        "RoPE's base times (n/L)^(d/(d-2)) (d the rotary" in at.recommend_scale(2, 4096, train_length=512).how
+        "RoPE's base times (n/L)^(d/(d-2)), d the rotating"
+        in at.recommend_scale(2, 4096, train_length=512).how
     )
 
 

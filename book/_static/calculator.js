@@ -1554,7 +1554,7 @@
     const words = table.words.answers.ntk;
     if (s.d > 2) {
       const logValue = (s.d / (s.d - 2)) * Math.log(Math.max(s.n / s.L, 1));
-      if (logValue < 700) return fill(words.value, { value: Math.exp(logValue) });
+      if (logValue < 700) return fill(words.value, { value: Math.exp(logValue), d: s.d });
     }
     return words.formula;
   }

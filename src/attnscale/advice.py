@@ -108,19 +108,25 @@ CALCULATOR_ROWS = {
 #: row; an answer without an entry needs no words beyond its row).
 CALCULATOR_HOW = {
     "length": (
-        ROPE_FIRST + ": {ntk}; then multiply the trained logits past L by this row's factor, "
+        "for a head that must find one key among n: "
+        + ROPE_FIRST
+        + ": {ntk}; then multiply the trained logits past L by this row's factor, "
         "{factor:.4g} here, at test, on every head and every query (each sees n keys). The book tested "
         "it in decoders only, where the query at position t took log t/log L; in an encoder it is "
         "untested. Without positions, the factor alone. A YaRN or LongRoPE extension puts its own "
         "factor on the logits already: do not add this one to it; other extensions (position "
-        "interpolation, Llama 3's) were not tested"
+        "interpolation, Llama 3's) were not tested. For language-model loss the book's evidence is "
+        "neutral to negative (ch. language-model)"
     ),
     "length causal": (
-        ROPE_FIRST + ": {ntk}, at every position; then multiply the trained logits of the query at each "
+        "for a head that must find one key among n: "
+        + ROPE_FIRST
+        + ": {ntk}, at every position; then multiply the trained logits of the query at each "
         "position t > L by log t/log L at test, on every head, as the book did, with factor 1 at "
         "positions up to L (this row's {factor:.4g} is the last position's, t = n); without positions, "
         "the factor alone. A YaRN or LongRoPE extension puts its own factor on the logits already: do not "
-        "add this one to it; other extensions (position interpolation, Llama 3's) were not tested"
+        "add this one to it; other extensions (position interpolation, Llama 3's) were not tested. For "
+        "language-model loss the book's evidence is neutral to negative (ch. language-model)"
     ),
     "cosine": (
         "to train: normalize each head's q and k to unit RMS, keep 1/sqrt(d), i.e. sqrt(d) = {root:.4g} "
@@ -129,20 +135,20 @@ CALCULATOR_HOW = {
         "training"
     ),
     "contrastive": (
-        "an order of magnitude, not a value to three figures: search the scale (the inverse temperature) "
-        "from {low:.2g} to {high:.2g}, the {low_ratio:.2g} to {high_ratio:.2g} times this row's that "
-        "spans the three published cosine-logit settings the book compared (two margin losses and "
-        "SimCSE, ch. cosine-scores); it has compared no other contrastive setting"
+        "an order of magnitude, not a value: the three published cosine-logit settings the book compared "
+        "(two margin losses and SimCSE, ch. cosine-scores) lie between {low_ratio:.2g} and "
+        "{high_ratio:.2g} times this row's ({low:.2g} to {high:.2g} here); search the scale (the inverse "
+        "temperature) over at least a factor of ten around it, or learn it; the book compared no other "
+        "contrastive setting"
     ),
 }
 
 #: The RoPE base the book stretched past L (``attnscale.length_rules.ntk_rope_base``), in words: with
 #: its number when it prints (head dimension above 2, no overflow), else the formula alone.
 CALCULATOR_NTK = {
-    "value": "RoPE's base times (n/L)^(d/(d-2)) = {value:.4g} here (d the rotary dimension: the head's, "
-    "unless only part of each head rotates)",
-    "formula": "RoPE's base times (n/L)^(d/(d-2)) (d the rotary dimension: the head's, unless only part "
-    "of each head rotates)",
+    "value": "RoPE's base times (n/L)^(d/(d-2)) = {value:.4g} here, with all d = {d:g} dimensions "
+    "rotating (if only part of each head rotates, put their number for d; the book tested full rotation)",
+    "formula": "RoPE's base times (n/L)^(d/(d-2)), d the rotating dimensions (the book tested full rotation)",
 }
 
 #: Published scales on cosine logits that the book compares with the gradient optimum
@@ -326,7 +332,7 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             rf"a scale of the order of $\alpha^*(n, d)$ with $n$ candidates: about ${_n(pairs, 1)}$ "
             rf"(temperature about ${_n(1 / pairs, 1)}$) at $n = {candidates}$, $d = {d_embed}$; the "
             rf"published scales the book compared lie between ${_n(low, 2)}$ and ${_n(high, 2)}$ times "
-            rf"$\alpha^*$ ({lowest} at the low end)",
+            rf"$\alpha^*$ ({lowest} at the low end){_published_here(candidates, d_embed)}",
             "an order-of-magnitude argument, matched in order of magnitude (tens) by three published "
             "cosine-logit scales, two of them margin losses, not in value",
             "{ref}`cosine scores: practice <sec-cosine-practice>`, {prf:ref}`prop-cosine-power-law`",
@@ -346,6 +352,14 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
     ]
     rows.append(_length_answer())
     return {row.key: row for row in rows}
+
+
+def _published_here(candidates, d_embed) -> str:
+    """Where a compared setting is the answer's own: ", where <name> uses <scale>" (else "")."""
+    for name, used, d, n in CONTRASTIVE_PRACTICE:
+        if (n, d) == (candidates, d_embed):
+            return f"; at this setting {name} uses ${used:g}$"
+    return ""
 
 
 def _length_answer() -> Answer:

@@ -1030,7 +1030,7 @@ def _ntk_words(d, n, train_length) -> str:
     if d > 2:
         log_value = d / (d - 2) * np.log(max(n / train_length, 1.0))
         if log_value < 700:
-            return words["value"].format(value=float(np.exp(log_value)))
+            return words["value"].format(value=float(np.exp(log_value)), d=d)
     return words["formula"]
 
 
