@@ -67,3 +67,22 @@ def test_entropy_rules_figure_one_panel_per_regime():
     with pytest.raises(ValueError, match="every"):
         figures.entropy_rules_figure(lengths, exact, {}, probe, titles, 512)
     plt.close("all")
+
+
+def test_depth_moments_figure_one_line_per_architecture_in_both_panels():
+    layers = np.arange(4)
+    forward = {"plain": 2.0**layers, "res": 1.0 + layers}
+    backward = {"plain": 0.5**layers, "res": np.ones(4)}
+    fig = figures.depth_moments_figure(layers, forward, backward, dashed=["plain"])
+    top, bottom = fig.axes
+    for ax, moments in [(top, forward), (bottom, backward)]:
+        assert [line.get_label() for line in ax.lines] == ["plain", "res"]
+        assert [line.get_linestyle() for line in ax.lines] == ["--", "-"]
+        np.testing.assert_array_equal(ax.lines[1].get_ydata(), moments["res"])
+        assert ax.get_yscale() == "log" and ax.get_ylim() == (1e-16, 1e16)
+    assert [t.get_text() for t in top.get_legend().get_texts()] == ["plain", "res"]
+    with pytest.raises(ValueError, match="same architectures"):
+        figures.depth_moments_figure(layers, forward, {"res": backward["res"]}, dashed=())
+    with pytest.raises(ValueError, match="forward must have shape"):
+        figures.depth_moments_figure(layers, {"plain": layers[:-1], "res": layers}, backward, dashed=())
+    plt.close("all")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["entropy_rules_figure", "no_scale_figure"]
+__all__ = ["depth_moments_figure", "entropy_rules_figure", "no_scale_figure"]
 
 
 def _curve(values, name: str, size: int) -> np.ndarray:
@@ -136,4 +136,54 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     first = np.atleast_1d(axes)[0]
     first.set_ylabel(r"expected entropy $\mathbb{E}\,H$ (nats)")
     first.legend(frameon=False, fontsize=9)
+    return fig
+
+
+def depth_moments_figure(layers, forward, backward, dashed):
+    r"""Mean squares of activations and of gradients, layer by layer, in deep random networks.
+
+    Chapter *Initialization*.  Top: the mean square of the activations;
+    bottom: that of the back-propagated gradient relative to the output's.
+    One line per architecture in both panels (the legend, top, names them),
+    on log axes clipped at :math:`10^{\pm 16}`, against the layer.
+
+    Parameters
+    ----------
+    layers : array_like
+        The layer indices :math:`0, \dots, L`, shape ``(L + 1,)``.
+    forward : dict
+        Architecture name -> mean square of the activations, shape ``(L + 1,)``.
+    backward : dict
+        The same names -> mean square of the gradient relative to the
+        output's, shape ``(L + 1,)``.
+    dashed : collection of str
+        The names drawn dashed (the plain networks); the others are solid.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    See Also
+    --------
+    attnscale.layer_second_moments : the simulation that gives the mean squares.
+    """
+    import matplotlib.pyplot as plt
+
+    layers = np.asarray(layers)
+    if layers.ndim != 1 or layers.size == 0:
+        raise ValueError(f"layers must be one non-empty axis, got shape {layers.shape}")
+    if list(backward) != list(forward):
+        raise ValueError("forward and backward must name the same architectures in the same order")
+    fig, axes = plt.subplots(2, 1, figsize=(7, 7.5), sharex=True)
+    for arch in forward:
+        style = "--" if arch in dashed else "-"
+        axes[0].plot(layers, _curve(forward[arch], "forward", layers.size), style, lw=1.5, label=arch)
+        axes[1].plot(layers, _curve(backward[arch], "backward", layers.size), style, lw=1.5, label=arch)
+    axes[0].set_ylabel("mean square of activations")
+    axes[1].set_ylabel("gradient mean square / output's")
+    axes[1].set_xlabel("layer $l$")
+    for ax in axes:
+        ax.set_yscale("log")
+        ax.set_ylim(1e-16, 1e16)
+    axes[0].legend(frameon=False, fontsize=9, ncol=3, loc="lower left")
     return fig
