@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["depth_moments_figure", "entropy_rules_figure", "no_scale_figure"]
+__all__ = ["depth_moments_figure", "entropy_rules_figure", "no_scale_figure", "tuned_rate_figure"]
 
 
 def _curve(values, name: str, size: int) -> np.ndarray:
@@ -186,4 +186,72 @@ def depth_moments_figure(layers, forward, backward, dashed):
         ax.set_yscale("log")
         ax.set_ylim(1e-16, 1e16)
     axes[0].legend(frameon=False, fontsize=9, ncol=3, loc="lower left")
+    return fig
+
+
+def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
+    r"""Loss against the scale multiplier with the learning rate tuned per scale, one panel per optimizer.
+
+    Chapter *Training*.  In each panel, for each length: the loss at the
+    rate each scale chose (points with 95% intervals), the loss at the
+    sweep's single rate (dashed, the same colour), and open markers at
+    :math:`\alpha^*(n)` (triangle) and :math:`\sqrt{2\log n}` (cross); a
+    grey vertical line at :math:`c = 1`.  Base-2 log multiplier axis, log
+    loss axis shared by the panels; the legend (top panel) names the lines.
+
+    Parameters
+    ----------
+    titles : dict
+        Optimizer -> panel title, in the panels' order (top to bottom).
+    tuned : dict
+        ``(optimizer, n)`` -> ``(multipliers, mean, half_width)``, each shape
+        ``(C,)``: the mean loss at the chosen rates and its 95% half-width.
+    single_rate : dict
+        The same keys -> ``(multipliers, mean)``: the mean loss at one rate.
+    marked : dict
+        The same keys -> ``(i, j)``: indices into ``tuned``'s multipliers of
+        :math:`\alpha^*(n)` and of :math:`\sqrt{2\log n}`.
+    colors : dict
+        Length ``n`` -> its colour.
+    steps : int
+        The training budget, named on the loss axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    See Also
+    --------
+    attnscale.train_at_best_rate : the tuning that gives the losses.
+    """
+    import matplotlib.pyplot as plt
+
+    if set(single_rate) != set(tuned) or set(marked) != set(tuned) or {o for o, _ in tuned} != set(titles):
+        raise ValueError("tuned, single_rate and marked must hold the same (optimizer, n) keys as titles")
+    fig, axes = plt.subplots(len(titles), 1, figsize=(5.6, 6.4), sharex=True, sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, opt in zip(axes, titles, strict=True):
+        for n in [n for o, n in tuned if o == opt]:
+            mult, mean, half = tuned[(opt, n)]
+            ax.errorbar(
+                mult,
+                mean,
+                yerr=half,
+                marker="o",
+                ms=3,
+                capsize=2,
+                color=colors[n],
+                label=f"n = {n}, rate tuned per scale",
+            )
+            fixed_mult, fixed_mean = single_rate[(opt, n)]
+            ax.plot(fixed_mult, fixed_mean, "--", lw=1, color=colors[n], label=f"n = {n}, one rate")
+            for i, style in zip(marked[(opt, n)], ("v", "x"), strict=True):
+                ax.plot(mult[i], mean[i], style, ms=7, mfc="none", color=colors[n])
+        ax.axvline(1.0, color="0.6", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_ylabel(f"loss after {steps} steps")
+        ax.set_title(titles[opt], fontsize=10)
+    axes[-1].set_xlabel("multiplier $c$ (scale $c/\\sqrt{d}$)")
+    axes[0].legend(frameon=False, fontsize=9)
     return fig
