@@ -67,3 +67,48 @@ def test_entropy_rules_figure_one_panel_per_regime():
     with pytest.raises(ValueError, match="every"):
         figures.entropy_rules_figure(lengths, exact, {}, probe, titles, 512)
     plt.close("all")
+
+
+def test_depth_moments_figure_one_line_per_architecture_in_both_panels():
+    layers = np.arange(4)
+    forward = {"plain": 2.0**layers, "res": 1.0 + layers}
+    backward = {"plain": 0.5**layers, "res": np.ones(4)}
+    fig = figures.depth_moments_figure(layers, forward, backward, dashed=["plain"])
+    top, bottom = fig.axes
+    for ax, moments in [(top, forward), (bottom, backward)]:
+        assert [line.get_label() for line in ax.lines] == ["plain", "res"]
+        assert [line.get_linestyle() for line in ax.lines] == ["--", "-"]
+        np.testing.assert_array_equal(ax.lines[1].get_ydata(), moments["res"])
+        assert ax.get_yscale() == "log" and ax.get_ylim() == (1e-16, 1e16)
+    assert [t.get_text() for t in top.get_legend().get_texts()] == ["plain", "res"]
+    with pytest.raises(ValueError, match="same architectures"):
+        figures.depth_moments_figure(layers, forward, {"res": backward["res"]}, dashed=())
+    with pytest.raises(ValueError, match="forward must have shape"):
+        figures.depth_moments_figure(layers, {"plain": layers[:-1], "res": layers}, backward, dashed=())
+    plt.close("all")
+
+
+def test_tuned_rate_figure_one_panel_per_optimizer():
+    mult = np.array([0.5, 1.0, 2.0, 4.0])
+    keys = [(opt, n) for opt in ("sgd", "adam") for n in (64, 256)]
+    tuned = {key: (mult, mult / 10 + k, np.full(4, 0.01)) for k, key in enumerate(keys)}
+    single = {key: (mult, mult / 5) for key in keys}
+    marked = {key: (1, 3) for key in keys}
+    titles = {"sgd": "SGD", "adam": "Adam"}
+    fig = figures.tuned_rate_figure(titles, tuned, single, marked, {64: "C0", 256: "C1"}, 100)
+    assert [ax.get_title() for ax in fig.axes] == ["SGD", "Adam"]
+    for ax, opt in zip(fig.axes, titles, strict=True):
+        # per length: the tuned points with error bars, the dashed single rate, two open markers
+        assert len(ax.containers) == 2 and ax.get_ylabel() == "loss after 100 steps"
+        np.testing.assert_array_equal(ax.containers[1].lines[0].get_ydata(), tuned[(opt, 256)][1])
+        dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
+        np.testing.assert_array_equal(dashed[0].get_ydata(), single[(opt, 64)][1])
+        opened = [line for line in ax.lines if line.get_marker() in ("v", "x")]
+        assert [line.get_xdata()[0] for line in opened] == [1.0, 4.0, 1.0, 4.0]
+        assert ax.get_xscale() == "log" and ax.lines[-1].get_xdata()[0] == 1.0
+    # matplotlib lists plain lines before error bars in a legend
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == [f"n = {n}, {what}" for what in ("one rate", "rate tuned per scale") for n in (64, 256)]
+    with pytest.raises(ValueError, match="same"):
+        figures.tuned_rate_figure(titles, tuned, {}, marked, {64: "C0", 256: "C1"}, 100)
+    plt.close("all")

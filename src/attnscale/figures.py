@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["entropy_rules_figure", "no_scale_figure"]
+__all__ = ["depth_moments_figure", "entropy_rules_figure", "no_scale_figure", "tuned_rate_figure"]
 
 
 def _curve(values, name: str, size: int) -> np.ndarray:
@@ -136,4 +136,122 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     first = np.atleast_1d(axes)[0]
     first.set_ylabel(r"expected entropy $\mathbb{E}\,H$ (nats)")
     first.legend(frameon=False, fontsize=9)
+    return fig
+
+
+def depth_moments_figure(layers, forward, backward, dashed):
+    r"""Mean squares of activations and of gradients, layer by layer, in deep random networks.
+
+    Chapter *Initialization*.  Top: the mean square of the activations;
+    bottom: that of the back-propagated gradient relative to the output's.
+    One line per architecture in both panels (the legend, top, names them),
+    on log axes clipped at :math:`10^{\pm 16}`, against the layer.
+
+    Parameters
+    ----------
+    layers : array_like
+        The layer indices :math:`0, \dots, L`, shape ``(L + 1,)``.
+    forward : dict
+        Architecture name -> mean square of the activations, shape ``(L + 1,)``.
+    backward : dict
+        The same names -> mean square of the gradient relative to the
+        output's, shape ``(L + 1,)``.
+    dashed : collection of str
+        The names drawn dashed (the plain networks); the others are solid.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    See Also
+    --------
+    attnscale.layer_second_moments : the simulation that gives the mean squares.
+    """
+    import matplotlib.pyplot as plt
+
+    layers = np.asarray(layers)
+    if layers.ndim != 1 or layers.size == 0:
+        raise ValueError(f"layers must be one non-empty axis, got shape {layers.shape}")
+    if list(backward) != list(forward):
+        raise ValueError("forward and backward must name the same architectures in the same order")
+    fig, axes = plt.subplots(2, 1, figsize=(7, 7.5), sharex=True)
+    for arch in forward:
+        style = "--" if arch in dashed else "-"
+        axes[0].plot(layers, _curve(forward[arch], "forward", layers.size), style, lw=1.5, label=arch)
+        axes[1].plot(layers, _curve(backward[arch], "backward", layers.size), style, lw=1.5, label=arch)
+    axes[0].set_ylabel("mean square of activations")
+    axes[1].set_ylabel("gradient mean square / output's")
+    axes[1].set_xlabel("layer $l$")
+    for ax in axes:
+        ax.set_yscale("log")
+        ax.set_ylim(1e-16, 1e16)
+    axes[0].legend(frameon=False, fontsize=9, ncol=3, loc="lower left")
+    return fig
+
+
+def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
+    r"""Loss against the scale multiplier with the learning rate tuned per scale, one panel per optimizer.
+
+    Chapter *Training*.  In each panel, for each length: the loss at the
+    rate each scale chose (points with 95% intervals), the loss at the
+    sweep's single rate (dashed, the same colour), and open markers at
+    :math:`\alpha^*(n)` (triangle) and :math:`\sqrt{2\log n}` (cross); a
+    grey vertical line at :math:`c = 1`.  Base-2 log multiplier axis, log
+    loss axis shared by the panels; the legend (top panel) names the lines.
+
+    Parameters
+    ----------
+    titles : dict
+        Optimizer -> panel title, in the panels' order (top to bottom).
+    tuned : dict
+        ``(optimizer, n)`` -> ``(multipliers, mean, half_width)``, each shape
+        ``(C,)``: the mean loss at the chosen rates and its 95% half-width.
+    single_rate : dict
+        The same keys -> ``(multipliers, mean)``: the mean loss at one rate.
+    marked : dict
+        The same keys -> ``(i, j)``: indices into ``tuned``'s multipliers of
+        :math:`\alpha^*(n)` and of :math:`\sqrt{2\log n}`.
+    colors : dict
+        Length ``n`` -> its colour.
+    steps : int
+        The training budget, named on the loss axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    See Also
+    --------
+    attnscale.train_at_best_rate : the tuning that gives the losses.
+    """
+    import matplotlib.pyplot as plt
+
+    if set(single_rate) != set(tuned) or set(marked) != set(tuned) or {o for o, _ in tuned} != set(titles):
+        raise ValueError("tuned, single_rate and marked must hold the same (optimizer, n) keys as titles")
+    fig, axes = plt.subplots(len(titles), 1, figsize=(5.6, 6.4), sharex=True, sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, opt in zip(axes, titles, strict=True):
+        for n in [n for o, n in tuned if o == opt]:
+            mult, mean, half = tuned[(opt, n)]
+            ax.errorbar(
+                mult,
+                mean,
+                yerr=half,
+                marker="o",
+                ms=3,
+                capsize=2,
+                color=colors[n],
+                label=f"n = {n}, rate tuned per scale",
+            )
+            fixed_mult, fixed_mean = single_rate[(opt, n)]
+            ax.plot(fixed_mult, fixed_mean, "--", lw=1, color=colors[n], label=f"n = {n}, one rate")
+            for i, style in zip(marked[(opt, n)], ("v", "x"), strict=True):
+                ax.plot(mult[i], mean[i], style, ms=7, mfc="none", color=colors[n])
+        ax.axvline(1.0, color="0.6", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_ylabel(f"loss after {steps} steps")
+        ax.set_title(titles[opt], fontsize=10)
+    axes[-1].set_xlabel("multiplier $c$ (scale $c/\\sqrt{d}$)")
+    axes[0].legend(frameon=False, fontsize=9)
     return fig
