@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attnscale import figures
+from attnscale import figures, format_uncertain
 
 DIMS = 2 ** np.arange(1, 6)
 
@@ -112,3 +112,21 @@ def test_tuned_rate_figure_one_panel_per_optimizer():
     with pytest.raises(ValueError, match="same"):
         figures.tuned_rate_figure(titles, tuned, {}, marked, {64: "C0", 256: "C1"}, 100)
     plt.close("all")
+
+
+def test_share_percent_gives_the_interval_or_the_rule_of_three():
+    assert figures.share_percent((0.875, 0.012), below=10, rows=1000) == format_uncertain(87.5, 1.2)
+    # no row on the other side: the one-sided bound 1 - 3/N, whatever the interval
+    assert figures.share_percent((1.0, 0.0), below=0, rows=400) == "at least 99.25"
+
+
+def test_best_scale_table_one_line_per_n_with_the_exact_values_where_known():
+    rows = {2: (5, 100, "60.0 ± 2.0", 200, (1.6, 0.05)), 64: (5, 40, "at least 98.50", 0, (2.5, 0.1))}
+    table = figures.best_scale_table(rows, {2: (0.6, 1.612)})
+    assert ":name: tab-jacobian-best-scale" in table
+    body = [line for line in table.splitlines() if line.startswith("| 2 ") or line.startswith("| 64 ")]
+    assert len(body) == 2
+    assert body[0].startswith("| 2 | 5 × 100 | 60.0") and body[0].endswith("| 60.0% / 1.612 |")
+    assert body[1].startswith("| 64 | 5 × 40 | at least 98.50% | 0 |") and body[1].endswith("| none known |")
+    with pytest.raises(ValueError, match="no sampled rows"):
+        figures.best_scale_table(rows, {16: (0.7, 2.0)})

@@ -1,9 +1,10 @@
-"""Figures whose drawing is plumbing: a chapter computes the numbers, one call here draws them.
+"""Figures and tables whose drawing is plumbing: a chapter computes the numbers, one call here draws them.
 
 Each function takes the numbers a chapter computed (nothing is computed
 here) and returns a matplotlib ``Figure``, drawn in the book's
-style (``attnscale.use_book_style``); the chapter glues it and closes
-it.  So a visible cell reads as the mathematics and one line that draws it.
+style (``attnscale.use_book_style``), which the chapter glues and closes,
+or a captioned table's MyST text, which the chapter displays.  So a
+visible cell reads as the mathematics and one line that draws it.
 Matplotlib is imported lazily: the numerical package does not depend on it.
 """
 
@@ -11,7 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["depth_moments_figure", "entropy_rules_figure", "no_scale_figure", "tuned_rate_figure"]
+__all__ = [
+    "best_scale_table",
+    "depth_moments_figure",
+    "entropy_rules_figure",
+    "no_scale_figure",
+    "share_percent",
+    "tuned_rate_figure",
+]
 
 
 def _curve(values, name: str, size: int) -> np.ndarray:
@@ -255,3 +263,84 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
     axes[-1].set_xlabel("multiplier $c$ (scale $c/\\sqrt{d}$)")
     axes[0].legend(frameon=False, fontsize=9)
     return fig
+
+
+def share_percent(interval, below, rows):
+    """A share of rows with its 95% interval over batches, in percent, as text.
+
+    Chapter *The softmax Jacobian and the size of its gradient*.  With no row on the other side
+    (``below == 0``) the interval says nothing; the text is then the
+    one-sided 95% bound :math:`1 - 3/N` over all :math:`N` rows (the rule
+    of three).
+
+    Parameters
+    ----------
+    interval : tuple of float
+        ``(mean, half_width)`` of the share over batches, as fractions.
+    below : int
+        The number of rows not counted in the share.
+    rows : int
+        All rows, :math:`N`.
+
+    Returns
+    -------
+    str
+        ``"87.5 ± 1.2"`` (via :func:`attnscale.format_uncertain`) or
+        ``"at least 99.25"``; the chapter adds the percent sign.
+    """
+    from .formatting import format_uncertain
+
+    if below == 0:
+        return f"at least {100 * (1 - 3 / rows):.2f}"
+    return format_uncertain(100 * interval[0], 100 * interval[1])
+
+
+def best_scale_table(rows, exact):
+    r"""The table of sampled rows' best scales: share above 1 and median, per number of keys.
+
+    Chapter *The softmax Jacobian and the size of its gradient*.  One line per :math:`n`: the rows
+    sampled, the share of rows whose best scale exceeds 1, the count of
+    rows best at or below 1, the median best scale, and, where known, the
+    exact share and median.
+
+    Parameters
+    ----------
+    rows : dict
+        ``n`` -> ``(batches, batch_rows, share, below, median)``: the number
+        of batches and of rows in each, the share's text
+        (:func:`share_percent`), the count of rows best at or below 1, and
+        the median's ``(mean, half_width)`` over batches.
+    exact : dict
+        ``n`` -> ``(share, median)``, the closed forms (share as a fraction),
+        for the :math:`n` that have them; the others read "none known".
+
+    Returns
+    -------
+    str
+        The captioned table (``tab-jacobian-best-scale``), for
+        ``IPython.display.Markdown``.
+
+    See Also
+    --------
+    attnscale.row_best_scale : every row's best scale.
+    """
+    from .formatting import captioned_table, format_uncertain
+
+    if not set(exact) <= set(rows):
+        raise ValueError("exact values given for a number of keys with no sampled rows")
+    lines = []
+    for n, (batches, batch_rows, share, below, median) in rows.items():
+        known = f"{100 * exact[n][0]:.1f}% / {exact[n][1]:.3f}" if n in exact else "none known"
+        lines.append(
+            f"| {n} | {batches} × {batch_rows} | {share}% | {below} | {format_uncertain(*median)} | {known} |"
+        )
+    return captioned_table(
+        "| n | rows | best scale > 1 (share) | rows with best scale ≤ 1 "
+        "| median best scale | exact (n = 2): share / median |\n"
+        "| --- | --- | --- | --- | --- | --- |\n" + "\n".join(lines),
+        caption="Sampled rows of $n$ Gaussian scores: the share whose best "
+        "scale exceeds 1 and the median best scale (means over five "
+        "batches with 95% intervals), beside the exact values at $n "
+        "= 2$.",
+        name="tab-jacobian-best-scale",
+    )
