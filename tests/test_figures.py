@@ -130,3 +130,18 @@ def test_best_scale_table_one_line_per_n_with_the_exact_values_where_known():
     assert body[1].startswith("| 64 | 5 × 40 | at least 98.50% | 0 |") and body[1].endswith("| none known |")
     with pytest.raises(ValueError, match="no sampled rows"):
         figures.best_scale_table(rows, {16: (0.7, 2.0)})
+
+
+def test_frobenius_ratio_table_one_line_per_n():
+    rows = {
+        64: ((1.5, 0.1), (1.8, 0.1), (1.2, 0.02), (1.0, 1.61)),
+        512: ((2.1, 0.1), (2.6, 0.2), (1.25, 0.03), (1.01, 1.7)),
+    }
+    table = figures.frobenius_ratio_table(rows)
+    assert ":name: tab-jacobian-frobenius" in table
+    body = [line for line in table.splitlines() if line.startswith(("| 64 ", "| 512 "))]
+    assert body[0] == (
+        f"| 64 | {format_uncertain(1.5, 0.1)} | {format_uncertain(1.8, 0.1)} | "
+        f"{format_uncertain(1.2, 0.02)} | 1.000 to 1.61 |"
+    )
+    assert body[1].startswith("| 512 |") and body[1].endswith("| 1.010 to 1.70 |")

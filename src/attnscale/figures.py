@@ -16,6 +16,7 @@ __all__ = [
     "best_scale_table",
     "depth_moments_figure",
     "entropy_rules_figure",
+    "frobenius_ratio_table",
     "no_scale_figure",
     "share_percent",
     "tuned_rate_figure",
@@ -343,4 +344,47 @@ def best_scale_table(rows, exact):
         "batches with 95% intervals), beside the exact values at $n "
         "= 2$.",
         name="tab-jacobian-best-scale",
+    )
+
+
+def frobenius_ratio_table(rows):
+    r"""The table of the best scale under the L1 and the Frobenius norm of the Jacobian, per number of keys.
+
+    Chapter *The softmax Jacobian and the size of its gradient*.  One line
+    per :math:`n`: the median best scale under each norm and the median
+    ratio, each with its 95% interval over batches, and the range of the
+    ratio over all rows.
+
+    Parameters
+    ----------
+    rows : dict
+        ``n`` -> ``(l1, frobenius, ratio, ratio_range)``: three
+        ``(mean, half_width)`` pairs and the ``(min, max)`` of the ratio.
+
+    Returns
+    -------
+    str
+        The captioned table (``tab-jacobian-frobenius``), for
+        ``IPython.display.Markdown``.
+
+    See Also
+    --------
+    attnscale.row_best_scale : every row's best scale, under either norm.
+    """
+    from .formatting import captioned_table, format_uncertain
+
+    lines = []
+    for n, (l1, frobenius, ratio, (low, high)) in rows.items():
+        lines.append(
+            f"| {n} | {format_uncertain(*l1)} | {format_uncertain(*frobenius)} | "
+            f"{format_uncertain(*ratio)} | {low:.3f} to {high:.2f} |"
+        )
+    return captioned_table(
+        "| n | best scale, L1 (median) | best scale, Frobenius (median) "
+        "| ratio F / L1 (median) | ratio, range |\n| --- | --- | --- | --- "
+        "| --- |\n" + "\n".join(lines),
+        caption="The best scale of sampled rows under the L1 norm of the "
+        "Jacobian and under its Frobenius norm (medians with 95% "
+        "intervals), and the ratio of the two.",
+        name="tab-jacobian-frobenius",
     )
