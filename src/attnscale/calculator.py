@@ -418,8 +418,7 @@ class _Setting:
     causal: bool
     train_length: float | None
     alpha_l: float
-    measured: bool = False
-    contrastive: bool = False
+    contrastive: bool = False  # a contrastive loss (no length rule applies)
 
     @property
     def factors(self) -> bool:
@@ -987,7 +986,7 @@ def recommend_scale(
         if causal:
             notes.append(_say("causal length"))
     measured = head_scale is not None or head_entropy is not None
-    setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l, measured, bool(contrastive))
+    setting = _Setting(d, n, scores, bool(causal), train_length, alpha_l, bool(contrastive))
     answer = advice.calculator_answer(scores, bool(causal), n, train_length, bool(contrastive))
     entries = []
     for rule in RULES:
