@@ -1983,14 +1983,14 @@
     let group = null;
     // the words on how to use the marked row, under it (attnscale.calculator.Recommendation.table)
     const how = () =>
-      el("tr", [el("td", [el("div", result.how, { class: "calc-how-text" })], { colspan: "4" })], {
+      el("tr", [el("td", [el("div", result.how, { class: "calc-wrap-text" })], { colspan: "4" })], {
         class: "calc-how calc-recommended",
       });
     result.entries.forEach((e, i) => {
       if (e.group !== group) {
         if (group === "answer" && result.how) body.push(how());
         group = e.group;
-        body.push(el("tr", [el("th", W[`group ${group}`], { colspan: "4", scope: "colgroup" })], { class: "calc-group" }));
+        body.push(el("tr", [el("th", [el("span", W[`group ${group}`], { class: "calc-wrap-text" })], { colspan: "4", scope: "colgroup" })], { class: "calc-group" }));
       }
       body.push(
         el(
@@ -2008,7 +2008,7 @@
     });
     if (group === "answer" && result.how) body.push(how());
     const head = el("tr", W.columns.map((h) => el("th", h, { scope: "col" })));
-    const caption = el("caption", [el("span", W.title, { class: "calc-caption-text" })]);
+    const caption = el("caption", [el("span", W.title, { class: "calc-wrap-text" })]);
     const tbl = el("table", [caption, el("thead", [head]), el("tbody", body)], { class: "calc-table" });
     const legend = [W.first, W.second].map((line) => el("p", line, { class: "calc-legend" }));
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
