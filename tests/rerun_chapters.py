@@ -16,14 +16,25 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+from bookbuild import load_extension
 from nbclient import NotebookClient
+
+# Kernels on socket files of their own, as in the build they run beside
+# (over TCP two kernels starting at once can draw the same port).
+IPCKernelManager = load_extension("parallel_chapters").IPCKernelManager
 
 
 def rerun(chapter: Path, out: Path) -> None:
     try:
         notebook = jupytext.read(chapter)
         resources = {"metadata": {"path": str(chapter.parent)}}
-        NotebookClient(notebook, timeout=300, kernel_name="python3", resources=resources).execute()
+        NotebookClient(
+            notebook,
+            timeout=300,
+            kernel_name="python3",
+            kernel_manager_class=IPCKernelManager,
+            resources=resources,
+        ).execute()
     except Exception:  # the test reports it, with the chapter's name
         (out / f"{chapter.stem}.error").write_text(traceback.format_exc())
         return

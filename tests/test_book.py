@@ -129,6 +129,8 @@ def test_probe_builds_clean_and_never_stale(tmp_path):
     assert "first" in page.read_text()
     # the faults below are injected into a book that Sphinx reads in parallel, as the real one
     assert "parallel_chapters: 6 documents" in result.stdout + result.stderr
+    # ... whose kernels listen on socket files, not on TCP ports that two kernels can draw alike
+    assert "Kernel is running over TCP" not in result.stdout + result.stderr
     (source / "book" / "probe_helper.py").write_text('MARKER = "second"\n')
     second = build_book(source, output, toc=toc)
     assert second.returncode == 0, _tail(second.stdout + second.stderr)
@@ -200,3 +202,13 @@ def test_failing_check_names_chapter_check_and_values(tmp_path):
     assert result.returncode != 0
     for expected in ("probe.md", "check failed: injected comparison", "got 1.25", "expected 1.5"):
         assert expected in log, f"the failure output lacks '{expected}':\n{_tail(log)}"
+
+
+def test_kernels_get_socket_names_of_their_own():
+    """Two kernel managers of the parallel read get different absolute socket prefixes over IPC."""
+    from bookbuild import load_extension
+
+    parallel = load_extension("parallel_chapters")
+    first, second = parallel.IPCKernelManager(), parallel.IPCKernelManager()
+    assert first.transport == second.transport == "ipc"
+    assert Path(first.ip).is_absolute() and first.ip != second.ip

@@ -33,6 +33,14 @@ from inside, so the README's build command stays one plain line:
   kernels than cores, threaded BLAS in each spun against the others, and
   the initialization chapter, heavy in matrix products, took three times
   as long as on its own.
+* Every chapter's kernel listens on Unix sockets (ZeroMQ's IPC transport)
+  under a name of its own, not on TCP ports (:class:`IPCKernelManager`).
+  Over TCP a kernel manager picks "free" ports by binding and releasing
+  them, and the kernel binds them a moment later; with three chapters'
+  kernels starting at once, two drew the same port (seen once in about a
+  dozen builds: ``ZMQError: Address already in use``, then "Kernel didn't
+  respond in 60 seconds" and a red build).  A socket file named after a
+  random token cannot be drawn twice.
 * When a chapter fails in a worker process, Sphinx re-raises only the
   exception's first line (the chapter's path) and drops the worker's
   traceback, which holds the failing cell and its error; it is printed
@@ -48,12 +56,17 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
+import uuid
 from pathlib import Path
 
+import myst_nb.core.execute.direct as myst_nb_direct
 import sphinx.builders
+from jupyter_client.manager import AsyncKernelManager
 from sphinx.errors import SphinxParallelError
 from sphinx.util import logging
 from sphinx.util.parallel import ParallelTasks
+from traitlets import default
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +142,38 @@ def _join_one_reporting(join_one):
     return wrapped
 
 
+class IPCKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernel listens on Unix sockets named by a random token.
+
+    The sockets are ``<tmp>/attnscale-kernel-<token>-<n>`` (an absolute
+    path: the kernel runs in its chapter's folder, the client in the
+    build's); jupyter_client removes them when the kernel shuts down.
+    """
+
+    @default("transport")
+    def _ipc_transport(self) -> str:
+        return "ipc"
+
+    @default("ip")
+    def _socket_prefix(self) -> str:
+        return os.path.join(tempfile.gettempdir(), f"attnscale-kernel-{uuid.uuid4().hex[:16]}")
+
+
+def _over_ipc(single_nb_execution):
+    """MyST-NB's notebook execution, its kernels started by :class:`IPCKernelManager`."""
+
+    def wrapped(notebook, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", IPCKernelManager)
+        return single_nb_execution(notebook, *args, **kwargs)
+
+    wrapped.starts_ipc_kernels = True
+    return wrapped
+
+
 def _configure(app, config):
     app.parallel = build_jobs()
+    if not getattr(myst_nb_direct.single_nb_execution, "starts_ipc_kernels", False):
+        myst_nb_direct.single_nb_execution = _over_ipc(myst_nb_direct.single_nb_execution)
     for name in UNDECLARED_BUT_SAFE:
         extension = app.extensions.get(name)
         if extension is not None and extension.parallel_read_safe is None:
