@@ -959,9 +959,27 @@ CLAIM_MUTANTS = [
     ),
     (
         "retrieval",
-        "share = {s: qwen[s][0][k16] / lost[s] for s in SETTINGS}",
-        "share = {s: qwen[s][0][k16] / (2 * lost[s]) for s in SETTINGS}",
+        "    return (qwen_16 - at_16) / (at_L - at_16)",
+        "    return (qwen_16 - at_16) / (2 * (at_L - at_16))",
         "Qwen's factor wins back under half of what O lost by 16L",
+    ),
+    (
+        "retrieval",
+        "    return w[:, 1] / w[:, 0]",
+        "    return w[:, 0] / w[:, 1]",
+        "the retrieval head's weight on the pair grows past L",
+    ),
+    (
+        "retrieval",
+        "ten_acc_minus_loss = at.seed_interval(ten_acc[:, -1] - ten_loss[:, -1])",
+        "ten_acc_minus_loss = at.seed_interval(ten_loss[:, -1] - ten_acc[:, -1])",
+        "the accuracy-optimal factor lies below the loss-optimal one",
+    ),
+    (
+        "retrieval",
+        "ten_gamma_pairs = at.seed_interval(ten_gamma / np.log(L) * np.log(L / 4))",
+        "ten_gamma_pairs = at.seed_interval(ten_gamma)",
+        "the slope is the same whether n and L count tokens or pairs",
     ),
     # --- bidirectional (its numbers are read from book/data; the replay trains live)
     (

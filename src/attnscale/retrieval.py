@@ -311,8 +311,9 @@ def oracle_table(runs, lengths, key, criterion="loss"):
     return np.array(table)
 
 
-#: The laws the length rules assume, each with one shape parameter c and
-#: equal to 1 at n = L: lambda(n) = law(c, log(n / L)).
+#: The laws the length rules assume, each with one parameter c:
+#: lambda(n) = law(c, log(n / L)).  The three that grow are 1 at n = L; the
+#: constant is c at every length (a fixed factor, the alternative to growth).
 LENGTH_LAWS = {
     "constant": lambda c, x: np.full_like(x, c, dtype=float),
     "log n": lambda c, x: 1.0 + c * x,
