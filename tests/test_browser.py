@@ -486,15 +486,9 @@ def _figure_text(built_book, visit, size):
 FIGURES_TAP_ONLY = {
     page: "drawn 6.4-8.4 in wide for the desktop column; a tap opens it full size"
     for page in (
-        "book/cosine-scores",
-        "book/decoders",
-        "book/entropy-invariance",
-        "book/gaussian-scores",
         "book/initialization",
         "book/language-model",
         "book/recipes",
-        "book/softmax-jacobian",
-        "book/softmax-vs-relu2",
         "book/training",
         "book/variance",
     )

@@ -63,7 +63,14 @@ def test_entropy_rules_figure_one_panel_per_regime():
         assert ax.lines[-1].get_xdata()[0] == 512 and len(ax.containers) == len(rules)
         assert ax.containers[1].lines[0].get_color() == curves["log n"].get_color() != "C0"
         np.testing.assert_array_equal(ax.containers[1].lines[0].get_ydata(), sampled[(regime, "log n")][0])
-    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == rules
+    # stacked, narrow enough for a phone; one legend under the panels, a marker per rule
+    assert [ax.get_subplotspec().get_geometry()[:2] for ax in fig.axes] == [(2, 1)] * 2
+    assert fig.get_figwidth() <= 4.6 and fig.axes[0].get_shared_x_axes().joined(*fig.axes)
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == rules
+    markers = [c.lines[0].get_marker() for c in fig.axes[1].containers]
+    assert [h.get_marker() for h in legend.legend_handles] == markers == ["o", "s"]
     with pytest.raises(ValueError, match="every"):
         figures.entropy_rules_figure(lengths, exact, {}, probe, titles, 512)
     plt.close("all")

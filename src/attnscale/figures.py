@@ -98,11 +98,14 @@ def no_scale_figure(dims, largest, median, exact_mean):
 def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     r"""Expected entropy against the length under several scale rules, one panel per regime.
 
-    Chapter *Entropy invariance*.  In each panel, one line per rule (the
-    exact :math:`\mathbb E\,H`) and, in the same colour, the Monte Carlo
-    means with two standard errors at the probed lengths; a grey vertical
-    line at the training length; base-2 log length axis.  The legend (left
-    panel) names the rules.
+    Chapter *Entropy invariance*.  The panels stacked, sharing the length
+    axis (base-2 log), so the figure stays legible on a phone (4.2 in wide,
+    text at the book's sizes).  In each panel, one line per rule (the exact
+    :math:`\mathbb E\,H`) and, in the same colour, the Monte Carlo means with
+    two standard errors at the probed lengths, with the rule's marker
+    (``attnscale.plotting.MARKERS``); a grey vertical line at the training
+    length.  One legend, under the panels, names the rules by colour and
+    marker.
 
     Parameters
     ----------
@@ -116,7 +119,7 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     probe : array_like
         Boolean mask or indices of the sampled lengths.
     titles : dict
-        Regime -> panel title, in the panels' order.
+        Regime -> panel title, in the panels' order (top to bottom).
     train_length : float
         Where the rules agree (the grey line).
 
@@ -125,26 +128,31 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     matplotlib.figure.Figure
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from .plotting import MARKERS
 
     lengths = np.asarray(lengths, dtype=float)
     probed = lengths[probe]
     rules = list(dict.fromkeys(rule for _, rule in exact))
     if set(exact) != {(k, r) for k in titles for r in rules} or set(sampled) != set(exact):
         raise ValueError("exact and sampled must hold every (regime, rule) pair of the regimes in titles")
-    fig, axes = plt.subplots(1, len(titles), figsize=(8.0, 3.6), sharey=False)
-    for ax, regime in zip(np.atleast_1d(axes), titles, strict=True):
+    height = 0.6 + 2.9 * len(titles) + 0.3 * ((len(rules) + 1) // 2)
+    fig, axes = plt.subplots(len(titles), 1, figsize=(4.2, height), sharex=True, squeeze=False)
+    for ax, regime in zip(axes[:, 0], titles, strict=True):
         for i, rule in enumerate(rules):
             curve = _curve(exact[(regime, rule)], "exact", lengths.size)
             ax.plot(lengths, curve, lw=1.6, color=f"C{i}", label=rule)
             mean, error = sampled[(regime, rule)]
-            ax.errorbar(probed, mean, yerr=2 * np.asarray(error), fmt="o", ms=3, color=f"C{i}")
+            ax.errorbar(probed, mean, yerr=2 * np.asarray(error), fmt=MARKERS[i], ms=4, color=f"C{i}")
         ax.set_xscale("log", base=2)
-        ax.set_title(titles[regime], fontsize=10)
-        ax.set_xlabel("length $n$")
+        ax.set_title(titles[regime])
+        ax.set_ylabel(r"expected entropy $\mathbb{E}\,H$ (nats)")
         ax.axvline(train_length, color="0.6", lw=0.8)
-    first = np.atleast_1d(axes)[0]
-    first.set_ylabel(r"expected entropy $\mathbb{E}\,H$ (nats)")
-    first.legend(frameon=False, fontsize=9)
+    axes[-1, 0].set_xlabel("length $n$")
+    # the legend's entry for a rule: its colour, its line and its points' marker
+    handles = [Line2D([], [], color=f"C{i}", lw=1.6, marker=MARKERS[i], ms=4) for i in range(len(rules))]
+    fig.legend(handles, rules, loc="outside lower center", ncols=2, frameon=False)
     return fig
 
 
