@@ -23,17 +23,28 @@ def _arms():
 def test_no_scale_figure_draws_every_arm_in_both_panels():
     largest, median, exact = _arms()
     fig = figures.no_scale_figure(DIMS, largest, median, exact)
-    left, right = fig.axes
-    # left: one line per arm, named at its end; right: median and exact mean per arm, two legend proxies
-    assert [line.get_label() for line in left.lines] == ["A", "B"]
-    assert [text.get_text() for text in left.texts] == ["A", "B"]
-    np.testing.assert_array_equal(left.lines[1].get_ydata(), largest["B"])
-    assert len(right.lines) == 2 + 2 + 2 and len(right.collections) == 2  # + the 95% bands
-    np.testing.assert_array_equal(right.lines[2].get_ydata(), exact["A"])
-    assert right.lines[2].get_linestyle() == ":" and right.get_yscale() == "log"
-    assert [t.get_text() for t in right.get_legend().get_texts()] == ["median row, 95% band", "mean (exact)"]
+    top, bottom = fig.axes
+    # top: one line per arm, named at its end; bottom: median and exact mean per arm, two legend proxies
+    assert [line.get_label() for line in top.lines] == ["A", "B"]
+    assert [text.get_text() for text in top.texts] == ["A", "B"]
+    np.testing.assert_array_equal(top.lines[1].get_ydata(), largest["B"])
+    assert len(bottom.lines) == 2 + 2 + 2 and len(bottom.collections) == 2  # + the 95% bands
+    np.testing.assert_array_equal(bottom.lines[2].get_ydata(), exact["A"])
+    assert bottom.lines[2].get_linestyle() == ":" and bottom.get_yscale() == "log"
+    # the legend of the line styles is the figure's, under the axes
+    [legend] = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["median row, 95% band", "mean (exact)"]
     assert all(ax.get_xscale() == "log" for ax in fig.axes)
+    assert top.get_shared_x_axes().joined(top, bottom)
+    _assert_phone_width(fig)
     plt.close(fig)
+
+
+def _assert_phone_width(fig):
+    """Drawn at most 4.6 in wide: the book's 9.5-pt text is >= 9.8 CSS px shown 342 px wide (a phone)."""
+    width = fig.get_figwidth()
+    assert width <= 4.6, width
+    assert 9.5 * 342 / (width * 72) >= 9.8
 
 
 def test_no_scale_figure_refuses_mismatched_arms_and_shapes():
