@@ -490,13 +490,11 @@ FIGURES_TAP_ONLY = {
         "book/decoders",
         "book/entropy-invariance",
         "book/gaussian-scores",
-        "book/initialization",
         "book/language-model",
         "book/recipes",
         "book/softmax-jacobian",
         "book/softmax-vs-relu2",
         "book/training",
-        "book/variance",
     )
 }
 

@@ -91,7 +91,11 @@ def test_depth_moments_figure_one_line_per_architecture_in_both_panels():
         assert [line.get_linestyle() for line in ax.lines] == ["--", "-"]
         np.testing.assert_array_equal(ax.lines[1].get_ydata(), moments["res"])
         assert ax.get_yscale() == "log" and ax.get_ylim() == (1e-16, 1e16)
-    assert [t.get_text() for t in top.get_legend().get_texts()] == ["plain", "res"]
+        # a marker of its own per architecture, the same in both panels
+        assert [line.get_marker() for line in ax.lines] == ["o", "s"]
+    [legend] = fig.legends  # under the axes
+    assert [t.get_text() for t in legend.get_texts()] == ["plain", "res"]
+    _assert_phone_width(fig)
     with pytest.raises(ValueError, match="same architectures"):
         figures.depth_moments_figure(layers, forward, {"res": backward["res"]}, dashed=())
     with pytest.raises(ValueError, match="forward must have shape"):

@@ -151,13 +151,21 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     return fig
 
 
+#: One marker per architecture of depth_moments_figure: the palette's seven,
+#: then two more for the lines whose colour comes round again.
+_DEPTH_MARKERS = (*MARKERS, "*", "h")
+
+
 def depth_moments_figure(layers, forward, backward, dashed):
     r"""Mean squares of activations and of gradients, layer by layer, in deep random networks.
 
     Chapter *Initialization*.  Top: the mean square of the activations;
     bottom: that of the back-propagated gradient relative to the output's.
-    One line per architecture in both panels (the legend, top, names them),
-    on log axes clipped at :math:`10^{\pm 16}`, against the layer.
+    One line per architecture in both panels, each with a marker of its own
+    every few layers (the legend, under the axes, names them), on log axes
+    clipped at :math:`10^{\pm 16}`, against the layer.  Drawn 4.4 in wide,
+    so that its smallest text (9.5 pt) is about 10 CSS px on a phone, where
+    the figure is shown 342 px wide.
 
     Parameters
     ----------
@@ -186,18 +194,28 @@ def depth_moments_figure(layers, forward, backward, dashed):
         raise ValueError(f"layers must be one non-empty axis, got shape {layers.shape}")
     if list(backward) != list(forward):
         raise ValueError("forward and backward must name the same architectures in the same order")
-    fig, axes = plt.subplots(2, 1, figsize=(7, 7.5), sharex=True)
-    for arch in forward:
-        style = "--" if arch in dashed else "-"
-        axes[0].plot(layers, _curve(forward[arch], "forward", layers.size), style, lw=1.5, label=arch)
-        axes[1].plot(layers, _curve(backward[arch], "backward", layers.size), style, lw=1.5, label=arch)
+    fig, axes = plt.subplots(2, 1, figsize=(4.4, 7.0), sharex=True)
+    # a marker every `step` layers, each line's a few layers on from the
+    # last one's, so that the lines that lie on top of each other stay apart
+    step = max(1, (layers.size - 1) // 5)
+    for k, arch in enumerate(forward):
+        look = {
+            "ls": "--" if arch in dashed else "-",
+            "lw": 1.5,
+            "marker": _DEPTH_MARKERS[k % len(_DEPTH_MARKERS)],
+            "ms": 4,
+            "markevery": (k * step // len(forward), step),
+            "label": arch,
+        }
+        axes[0].plot(layers, _curve(forward[arch], "forward", layers.size), **look)
+        axes[1].plot(layers, _curve(backward[arch], "backward", layers.size), **look)
     axes[0].set_ylabel("mean square of activations")
     axes[1].set_ylabel("gradient mean square / output's")
     axes[1].set_xlabel("layer $l$")
     for ax in axes:
         ax.set_yscale("log")
         ax.set_ylim(1e-16, 1e16)
-    axes[0].legend(frameon=False, fontsize=9, ncol=3, loc="lower left")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, frameon=False)
     return fig
 
 
