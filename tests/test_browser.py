@@ -494,7 +494,6 @@ FIGURES_TAP_ONLY = {
         "book/recipes",
         "book/softmax-jacobian",
         "book/softmax-vs-relu2",
-        "book/training",
     )
 }
 

@@ -121,9 +121,21 @@ def test_tuned_rate_figure_one_panel_per_optimizer():
         opened = [line for line in ax.lines if line.get_marker() in ("v", "x")]
         assert [line.get_xdata()[0] for line in opened] == [1.0, 4.0, 1.0, 4.0]
         assert ax.get_xscale() == "log" and ax.lines[-1].get_xdata()[0] == 1.0
-    # matplotlib lists plain lines before error bars in a legend
-    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert legend == [f"n = {n}, {what}" for what in ("one rate", "rate tuned per scale") for n in (64, 256)]
+        # each length's points in its colour with a marker of its own
+        assert [(c.lines[0].get_color(), c.lines[0].get_marker()) for c in ax.containers] == [
+            ("C0", "o"),
+            ("C1", "s"),
+        ]
+    # one legend under the axes: the lengths, then the line styles
+    [legend] = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "n = 64",
+        "n = 256",
+        "rate tuned per scale",
+        "one rate",
+    ]
+    assert [h.get_linestyle() for h in legend.legend_handles[2:]] == ["-", "--"]
+    _assert_phone_width(fig)
     with pytest.raises(ValueError, match="same"):
         figures.tuned_rate_figure(titles, tuned, {}, marked, {64: "C0", 256: "C1"}, 100)
     plt.close("all")

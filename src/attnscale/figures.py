@@ -227,7 +227,12 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
     sweep's single rate (dashed, the same colour), and open markers at
     :math:`\alpha^*(n)` (triangle) and :math:`\sqrt{2\log n}` (cross); a
     grey vertical line at :math:`c = 1`.  Base-2 log multiplier axis, log
-    loss axis shared by the panels; the legend (top panel) names the lines.
+    loss axis shared by the panels.  Each length has its colour and a
+    marker of its own (``o``, ``s``, ... in the order of ``colors``); the
+    legend, under the axes, names the lengths, then the two line styles
+    (tuned rate, one rate).  Drawn 4.2 in wide, one panel
+    above the other, so that its smallest text (9.5 pt) is about 10 CSS px
+    on a phone, where the figure is shown 342 px wide.
 
     Parameters
     ----------
@@ -242,7 +247,7 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
         The same keys -> ``(i, j)``: indices into ``tuned``'s multipliers of
         :math:`\alpha^*(n)` and of :math:`\sqrt{2\log n}`.
     colors : dict
-        Length ``n`` -> its colour.
+        Length ``n`` -> its colour, in the order of the markers.
     steps : int
         The training budget, named on the loss axis.
 
@@ -255,10 +260,12 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
     attnscale.train_at_best_rate : the tuning that gives the losses.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     if set(single_rate) != set(tuned) or set(marked) != set(tuned) or {o for o, _ in tuned} != set(titles):
         raise ValueError("tuned, single_rate and marked must hold the same (optimizer, n) keys as titles")
-    fig, axes = plt.subplots(len(titles), 1, figsize=(5.6, 6.4), sharex=True, sharey=True)
+    fig, axes = plt.subplots(len(titles), 1, figsize=(4.2, 6.6), sharex=True, sharey=True)
+    marker = {n: MARKERS[k] for k, n in enumerate(colors)}
     axes = np.atleast_1d(axes)
     for ax, opt in zip(axes, titles, strict=True):
         for n in [n for o, n in tuned if o == opt]:
@@ -267,23 +274,28 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
                 mult,
                 mean,
                 yerr=half,
-                marker="o",
+                marker=marker[n],
                 ms=3,
                 capsize=2,
                 color=colors[n],
-                label=f"n = {n}, rate tuned per scale",
             )
             fixed_mult, fixed_mean = single_rate[(opt, n)]
-            ax.plot(fixed_mult, fixed_mean, "--", lw=1, color=colors[n], label=f"n = {n}, one rate")
+            ax.plot(fixed_mult, fixed_mean, "--", lw=1, color=colors[n])
             for i, style in zip(marked[(opt, n)], ("v", "x"), strict=True):
                 ax.plot(mult[i], mean[i], style, ms=7, mfc="none", color=colors[n])
         ax.axvline(1.0, color="0.6", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_ylabel(f"loss after {steps} steps")
-        ax.set_title(titles[opt], fontsize=10)
+        ax.set_title(titles[opt])
     axes[-1].set_xlabel("multiplier $c$ (scale $c/\\sqrt{d}$)")
-    axes[0].legend(frameon=False, fontsize=9)
+    # the lengths by colour and marker, then the line styles: a legend that
+    # fits under axes 4.2 in wide (one entry per length and style would not)
+    lengths = dict.fromkeys(n for _, n in tuned)
+    handles = [Line2D([], [], color=colors[n], marker=marker[n], ms=3, label=f"n = {n}") for n in lengths]
+    handles.append(Line2D([], [], color="0.3", label="rate tuned per scale"))
+    handles.append(Line2D([], [], color="0.3", ls="--", lw=1, label="one rate"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
     return fig
 
 
