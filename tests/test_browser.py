@@ -491,7 +491,6 @@ FIGURES_TAP_ONLY = {
         "book/entropy-invariance",
         "book/gaussian-scores",
         "book/language-model",
-        "book/recipes",
         "book/softmax-jacobian",
         "book/softmax-vs-relu2",
     )
