@@ -490,7 +490,6 @@ FIGURES_TAP_ONLY = {
         "book/decoders",
         "book/entropy-invariance",
         "book/gaussian-scores",
-        "book/language-model",
         "book/softmax-jacobian",
         "book/softmax-vs-relu2",
     )
