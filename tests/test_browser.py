@@ -476,52 +476,29 @@ def _figure_text(built_book, visit, size):
     return found
 
 
-#: Pages whose figures are still drawn for the desktop column: at 390 px
-#: their text is under 9 px as shown, and only a tap (which opens the SVG
-#: full size) makes it legible.  The tap is a fallback, not the reading: every
-#: other page's figures must be legible as shown on a phone, and a page leaves
-#: this list once its figures are redrawn (narrow, 4 in wide, legends under
-#: the axes, as book/which-law.md and book/retrieval.md do).  An entry whose
-#: figures are all legible fails, so the list only shrinks.
-FIGURES_TAP_ONLY = {
-    page: "drawn 6.4-8.4 in wide for the desktop column; a tap opens it full size"
-    for page in (
-        "book/initialization",
-        "book/language-model",
-        "book/recipes",
-        "book/training",
-        "book/variance",
-    )
-}
-
-
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
 def test_figure_text_is_legible(browser, served, built_book, page):
     """Every figure's smallest text is >= 9 CSS px as displayed, at 1400 px and at 390 px.
 
-    At 390 px (a phone) a page in FIGURES_TAP_ONLY may fall short as shown
-    if a tap on the figure opens its SVG at full size, where its smallest
-    text is >= 9 px; no other page may.  Text drawn on the page (the
-    calculator's inline SVG) has no full size: >= 9 px at both widths.
+    The figures are drawn about 4 in wide with their legends under the axes
+    (a phone shows them whole at about 342 px), and a tap on one opens its
+    SVG at full size.  Text drawn on the page (the calculator's inline SVG)
+    has no full size: >= 9 px at both widths.
     """
     visit = _visit(browser, served, page)
-    small, tapped = [], []
+    small, closed = [], []
     for size in WIDTHS:
         for figure in _figure_text(built_book, visit, size):
             print(f"\n{page} ({size}): {figure}")
-            if figure["shown px"] >= MIN_TEXT_PX:
-                continue
-            if size == "phone" and page in FIGURES_TAP_ONLY:
-                tapped.append(figure)
-                if figure["opens full size"] and figure["full-size px"] >= MIN_TEXT_PX:
-                    continue
-            small.append((size, figure))
+            if figure["shown px"] < MIN_TEXT_PX:
+                small.append((size, figure))
+            if not figure["opens full size"]:
+                closed.append((size, figure))
         for svg in visit["figures", size]["inline"]:
             if svg["px"] < MIN_TEXT_PX:
                 small.append((size, svg))
     assert small == [], f"{page}: figure text below {MIN_TEXT_PX} px: {small}"
-    if page in FIGURES_TAP_ONLY:
-        assert tapped, f"{page}: every figure is legible at 390 px; remove it from FIGURES_TAP_ONLY"
+    assert closed == [], f"{page}: figures a tap does not open full size: {closed}"
 
 
 def test_svg_text_size_reads_matplotlib_figures(tmp_path):

@@ -23,17 +23,28 @@ def _arms():
 def test_no_scale_figure_draws_every_arm_in_both_panels():
     largest, median, exact = _arms()
     fig = figures.no_scale_figure(DIMS, largest, median, exact)
-    left, right = fig.axes
-    # left: one line per arm, named at its end; right: median and exact mean per arm, two legend proxies
-    assert [line.get_label() for line in left.lines] == ["A", "B"]
-    assert [text.get_text() for text in left.texts] == ["A", "B"]
-    np.testing.assert_array_equal(left.lines[1].get_ydata(), largest["B"])
-    assert len(right.lines) == 2 + 2 + 2 and len(right.collections) == 2  # + the 95% bands
-    np.testing.assert_array_equal(right.lines[2].get_ydata(), exact["A"])
-    assert right.lines[2].get_linestyle() == ":" and right.get_yscale() == "log"
-    assert [t.get_text() for t in right.get_legend().get_texts()] == ["median row, 95% band", "mean (exact)"]
+    top, bottom = fig.axes
+    # top: one line per arm, named at its end; bottom: median and exact mean per arm, two legend proxies
+    assert [line.get_label() for line in top.lines] == ["A", "B"]
+    assert [text.get_text() for text in top.texts] == ["A", "B"]
+    np.testing.assert_array_equal(top.lines[1].get_ydata(), largest["B"])
+    assert len(bottom.lines) == 2 + 2 + 2 and len(bottom.collections) == 2  # + the 95% bands
+    np.testing.assert_array_equal(bottom.lines[2].get_ydata(), exact["A"])
+    assert bottom.lines[2].get_linestyle() == ":" and bottom.get_yscale() == "log"
+    # the legend of the line styles is the figure's, under the axes
+    [legend] = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["median row, 95% band", "mean (exact)"]
     assert all(ax.get_xscale() == "log" for ax in fig.axes)
+    assert top.get_shared_x_axes().joined(top, bottom)
+    _assert_phone_width(fig)
     plt.close(fig)
+
+
+def _assert_phone_width(fig):
+    """Drawn at most 4.6 in wide: the book's 9.5-pt text is >= 9.8 CSS px shown 342 px wide (a phone)."""
+    width = fig.get_figwidth()
+    assert width <= 4.6, width
+    assert 9.5 * 342 / (width * 72) >= 9.8
 
 
 def test_no_scale_figure_refuses_mismatched_arms_and_shapes():
@@ -87,7 +98,11 @@ def test_depth_moments_figure_one_line_per_architecture_in_both_panels():
         assert [line.get_linestyle() for line in ax.lines] == ["--", "-"]
         np.testing.assert_array_equal(ax.lines[1].get_ydata(), moments["res"])
         assert ax.get_yscale() == "log" and ax.get_ylim() == (1e-16, 1e16)
-    assert [t.get_text() for t in top.get_legend().get_texts()] == ["plain", "res"]
+        # a marker of its own per architecture, the same in both panels
+        assert [line.get_marker() for line in ax.lines] == ["o", "s"]
+    [legend] = fig.legends  # under the axes
+    assert [t.get_text() for t in legend.get_texts()] == ["plain", "res"]
+    _assert_phone_width(fig)
     with pytest.raises(ValueError, match="same architectures"):
         figures.depth_moments_figure(layers, forward, {"res": backward["res"]}, dashed=())
     with pytest.raises(ValueError, match="forward must have shape"):
@@ -113,9 +128,21 @@ def test_tuned_rate_figure_one_panel_per_optimizer():
         opened = [line for line in ax.lines if line.get_marker() in ("v", "x")]
         assert [line.get_xdata()[0] for line in opened] == [1.0, 4.0, 1.0, 4.0]
         assert ax.get_xscale() == "log" and ax.lines[-1].get_xdata()[0] == 1.0
-    # matplotlib lists plain lines before error bars in a legend
-    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert legend == [f"n = {n}, {what}" for what in ("one rate", "rate tuned per scale") for n in (64, 256)]
+        # each length's points in its colour with a marker of its own
+        assert [(c.lines[0].get_color(), c.lines[0].get_marker()) for c in ax.containers] == [
+            ("C0", "o"),
+            ("C1", "s"),
+        ]
+    # one legend under the axes: the lengths, then the line styles
+    [legend] = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "n = 64",
+        "n = 256",
+        "rate tuned per scale",
+        "one rate",
+    ]
+    assert [h.get_linestyle() for h in legend.legend_handles[2:]] == ["-", "--"]
+    _assert_phone_width(fig)
     with pytest.raises(ValueError, match="same"):
         figures.tuned_rate_figure(titles, tuned, {}, marked, {64: "C0", 256: "C1"}, 100)
     plt.close("all")

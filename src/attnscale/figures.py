@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .plotting import MARKERS
+
 __all__ = [
     "best_scale_table",
     "depth_moments_figure",
@@ -33,10 +35,13 @@ def _curve(values, name: str, size: int) -> np.ndarray:
 def no_scale_figure(dims, largest, median, exact_mean):
     r"""Attention rows with and without :math:`1/\sqrt d`, against the head dimension.
 
-    Chapter *Why divide by √d*.  Left: the mean largest weight of a row, each curve named where it ends.
-    Right: the gradient objective of the median row with its 95% band, and
-    the exact mean over rows (dotted), on a log scale; a legend names the
-    line styles.  Both against :math:`d` on a base-2 log axis.
+    Chapter *Why divide by √d*.  Top: the mean largest weight of a row, each
+    curve named where it ends.  Bottom: the gradient objective of the median
+    row with its 95% band, and the exact mean over rows (dotted), on a log
+    scale; a legend under the axes names the line styles.  Both against
+    :math:`d` on a shared base-2 log axis.  Drawn 4.2 in wide, one panel
+    above the other, so that its smallest text (9.5 pt) is about 10 CSS px
+    on a phone, where the figure is shown 342 px wide.
 
     Parameters
     ----------
@@ -60,15 +65,13 @@ def no_scale_figure(dims, largest, median, exact_mean):
     """
     import matplotlib.pyplot as plt
 
-    from .plotting import MARKERS
-
     dims = np.asarray(dims)
     if dims.ndim != 1 or dims.size == 0:
         raise ValueError(f"dims must be one non-empty axis, got shape {dims.shape}")
     labels = list(largest)
     if not labels or list(median) != labels or list(exact_mean) != labels:
         raise ValueError("largest, median and exact_mean must name the same arms in the same order")
-    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6))
+    fig, axes = plt.subplots(2, 1, figsize=(4.2, 6.2), sharex=True)
     for k, label in enumerate(labels):
         maxp = _curve(largest[label], "largest", dims.size)
         mid, low, high = (_curve(v, "median", dims.size) for v in median[label])
@@ -85,13 +88,13 @@ def no_scale_figure(dims, largest, median, exact_mean):
     axes[0].set_ylabel("mean largest weight")
     axes[1].set_ylabel(r"gradient objective w.r.t. $s$")
     axes[1].set_yscale("log")
-    for ax in axes:
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("head dimension $d$")
-    # the colours are named in the left panel; the legend names the line styles
+    axes[1].set_xscale("log", base=2)
+    axes[1].set_xlabel("head dimension $d$")
+    # the colours are named in the top panel; the legend, under the axes,
+    # names the bottom panel's line styles
     axes[1].plot([], [], "-", color="0.3", label="median row, 95% band")
     axes[1].plot([], [], ":", color="0.3", label="mean (exact)")
-    axes[1].legend(frameon=False)
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
     return fig
 
 
@@ -156,13 +159,21 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     return fig
 
 
+#: One marker per architecture of depth_moments_figure: the palette's seven,
+#: then two more for the lines whose colour comes round again.
+_DEPTH_MARKERS = (*MARKERS, "*", "h")
+
+
 def depth_moments_figure(layers, forward, backward, dashed):
     r"""Mean squares of activations and of gradients, layer by layer, in deep random networks.
 
     Chapter *Initialization*.  Top: the mean square of the activations;
     bottom: that of the back-propagated gradient relative to the output's.
-    One line per architecture in both panels (the legend, top, names them),
-    on log axes clipped at :math:`10^{\pm 16}`, against the layer.
+    One line per architecture in both panels, each with a marker of its own
+    every few layers (the legend, under the axes, names them), on log axes
+    clipped at :math:`10^{\pm 16}`, against the layer.  Drawn 4.4 in wide,
+    so that its smallest text (9.5 pt) is about 10 CSS px on a phone, where
+    the figure is shown 342 px wide.
 
     Parameters
     ----------
@@ -191,18 +202,28 @@ def depth_moments_figure(layers, forward, backward, dashed):
         raise ValueError(f"layers must be one non-empty axis, got shape {layers.shape}")
     if list(backward) != list(forward):
         raise ValueError("forward and backward must name the same architectures in the same order")
-    fig, axes = plt.subplots(2, 1, figsize=(7, 7.5), sharex=True)
-    for arch in forward:
-        style = "--" if arch in dashed else "-"
-        axes[0].plot(layers, _curve(forward[arch], "forward", layers.size), style, lw=1.5, label=arch)
-        axes[1].plot(layers, _curve(backward[arch], "backward", layers.size), style, lw=1.5, label=arch)
+    fig, axes = plt.subplots(2, 1, figsize=(4.4, 7.0), sharex=True)
+    # a marker every `step` layers, each line's a few layers on from the
+    # last one's, so that the lines that lie on top of each other stay apart
+    step = max(1, (layers.size - 1) // 5)
+    for k, arch in enumerate(forward):
+        look = {
+            "ls": "--" if arch in dashed else "-",
+            "lw": 1.5,
+            "marker": _DEPTH_MARKERS[k % len(_DEPTH_MARKERS)],
+            "ms": 4,
+            "markevery": (k * step // len(forward), step),
+            "label": arch,
+        }
+        axes[0].plot(layers, _curve(forward[arch], "forward", layers.size), **look)
+        axes[1].plot(layers, _curve(backward[arch], "backward", layers.size), **look)
     axes[0].set_ylabel("mean square of activations")
     axes[1].set_ylabel("gradient mean square / output's")
     axes[1].set_xlabel("layer $l$")
     for ax in axes:
         ax.set_yscale("log")
         ax.set_ylim(1e-16, 1e16)
-    axes[0].legend(frameon=False, fontsize=9, ncol=3, loc="lower left")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, frameon=False)
     return fig
 
 
@@ -214,7 +235,12 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
     sweep's single rate (dashed, the same colour), and open markers at
     :math:`\alpha^*(n)` (triangle) and :math:`\sqrt{2\log n}` (cross); a
     grey vertical line at :math:`c = 1`.  Base-2 log multiplier axis, log
-    loss axis shared by the panels; the legend (top panel) names the lines.
+    loss axis shared by the panels.  Each length has its colour and a
+    marker of its own (``o``, ``s``, ... in the order of ``colors``); the
+    legend, under the axes, names the lengths, then the two line styles
+    (tuned rate, one rate).  Drawn 4.2 in wide, one panel
+    above the other, so that its smallest text (9.5 pt) is about 10 CSS px
+    on a phone, where the figure is shown 342 px wide.
 
     Parameters
     ----------
@@ -229,7 +255,7 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
         The same keys -> ``(i, j)``: indices into ``tuned``'s multipliers of
         :math:`\alpha^*(n)` and of :math:`\sqrt{2\log n}`.
     colors : dict
-        Length ``n`` -> its colour.
+        Length ``n`` -> its colour, in the order of the markers.
     steps : int
         The training budget, named on the loss axis.
 
@@ -242,10 +268,12 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
     attnscale.train_at_best_rate : the tuning that gives the losses.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     if set(single_rate) != set(tuned) or set(marked) != set(tuned) or {o for o, _ in tuned} != set(titles):
         raise ValueError("tuned, single_rate and marked must hold the same (optimizer, n) keys as titles")
-    fig, axes = plt.subplots(len(titles), 1, figsize=(5.6, 6.4), sharex=True, sharey=True)
+    fig, axes = plt.subplots(len(titles), 1, figsize=(4.2, 6.6), sharex=True, sharey=True)
+    marker = {n: MARKERS[k] for k, n in enumerate(colors)}
     axes = np.atleast_1d(axes)
     for ax, opt in zip(axes, titles, strict=True):
         for n in [n for o, n in tuned if o == opt]:
@@ -254,23 +282,28 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
                 mult,
                 mean,
                 yerr=half,
-                marker="o",
+                marker=marker[n],
                 ms=3,
                 capsize=2,
                 color=colors[n],
-                label=f"n = {n}, rate tuned per scale",
             )
             fixed_mult, fixed_mean = single_rate[(opt, n)]
-            ax.plot(fixed_mult, fixed_mean, "--", lw=1, color=colors[n], label=f"n = {n}, one rate")
+            ax.plot(fixed_mult, fixed_mean, "--", lw=1, color=colors[n])
             for i, style in zip(marked[(opt, n)], ("v", "x"), strict=True):
                 ax.plot(mult[i], mean[i], style, ms=7, mfc="none", color=colors[n])
         ax.axvline(1.0, color="0.6", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_ylabel(f"loss after {steps} steps")
-        ax.set_title(titles[opt], fontsize=10)
+        ax.set_title(titles[opt])
     axes[-1].set_xlabel("multiplier $c$ (scale $c/\\sqrt{d}$)")
-    axes[0].legend(frameon=False, fontsize=9)
+    # the lengths by colour and marker, then the line styles: a legend that
+    # fits under axes 4.2 in wide (one entry per length and style would not)
+    lengths = dict.fromkeys(n for _, n in tuned)
+    handles = [Line2D([], [], color=colors[n], marker=marker[n], ms=3, label=f"n = {n}") for n in lengths]
+    handles.append(Line2D([], [], color="0.3", label="rate tuned per scale"))
+    handles.append(Line2D([], [], color="0.3", ls="--", lw=1, label="one rate"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
     return fig
 
 

@@ -5,10 +5,13 @@ when the book is switched to its dark theme.  In a notebook they are shown
 as vector graphics: every figure carries an SVG (what the HTML book and
 Jupyter display, sharp at any zoom), which the PDF build converts to a
 vector PDF for LaTeX (``sphinxcontrib.cairosvgconverter``), so no figure is
-a low-resolution bitmap.  Text sizes are in points of the figure as drawn:
-at the book's figure widths (6.4 in for one panel, at most 10.5 in for two
-side by side) a 9-point label is at least 9 CSS pixels on a 1400-pixel
-screen.
+a low-resolution bitmap.  Text sizes are in points of the figure as drawn,
+and the book draws its figures about 4.2 in wide (at most 4.6), panels
+stacked one above the other and legends under the axes: a phone 390 px
+wide shows a figure about 342 px wide, so the smallest text, 9.5 points,
+is shown at 9.5 x 342 / (4.2 x 72), about 10.7 CSS px (and larger on a
+desktop, where a figure is shown at its natural width).
+``tests/test_browser.py`` measures it on every page at both widths.
 """
 
 from __future__ import annotations
