@@ -159,6 +159,24 @@ def test_chapter_code_fits_the_page():
     assert long_lines == []
 
 
+#: The most lines of code one chapter cell may hold.  A cell holds one idea
+#: (a computation, the checks of one claim, a figure, a table); the longest
+#: ran to 178 lines before the chapters were split by idea.
+MAX_CELL_LINES = 100
+
+
+def test_chapter_cells_hold_one_idea():
+    """No code cell of a chapter is longer than MAX_CELL_LINES lines (its tags not counted)."""
+    long_cells = []
+    for path in sorted((ROOT / "book").glob("*.md")):
+        cells = re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```$", path.read_text(), re.S | re.M)
+        for body in cells:
+            lines = [line for line in body.splitlines() if not line.startswith(":")]
+            if len(lines) > MAX_CELL_LINES:
+                long_cells.append(f"{path.name}: a cell of {len(lines)} lines starting {lines[0]!r}")
+    assert long_cells == []
+
+
 def test_chapter_titles_have_no_tex():
     """Titles appear in the navigation of every page, including pages without MathJax."""
     for path in (ROOT / "book").glob("*.md"):
