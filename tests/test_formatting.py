@@ -245,6 +245,18 @@ def test_captioned_table_wraps_a_pipe_table():
     table = "| a | b |\n|---|---|\n| 0.8 ± 0.1 | $x \\pm -1$ ± 2 |"
     text = captioned_table(table, caption="X.", name="tab-x")
     assert "| 0.8\u00a0±\u00a00.1 | $x \\pm -1$\u00a0±\u00a02 |" in text
+    # and so is every number of an expression, not the words around it
+    cells = [
+        ("[0.97, 2.75]", "[0.97,\u00a02.75]"),
+        ("2.40 (2.22 to 2.59)", "2.40\u00a0(2.22\u00a0to\u00a02.59)"),
+        ("c = 1.26, rms 0.095", "c\u00a0=\u00a01.26, rms\u00a00.095"),
+        ("5 × 2000", "5\u00a0×\u00a02000"),
+        ("64 bytes, no fine-tuning", "64 bytes, no fine-tuning"),
+        ("$x = 1$ or 2 3", "$x = 1$ or\u00a02\u00a03"),
+    ]
+    for cell, kept in cells:
+        text = captioned_table(f"| a |\n|---|\n| {cell} |", caption="X.", name="tab-x")
+        assert f"| {kept} |" in text, (cell, text)
     with pytest.raises(ValueError, match="header"):
         captioned_table("| | x |\n|---|---|\n| a | 1 |", caption="X.", name="tab-x")
     with pytest.raises(ValueError, match="pipe table"):

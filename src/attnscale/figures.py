@@ -233,12 +233,12 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
     Chapter *Training*.  In each panel, for each length: the loss at the
     rate each scale chose (points with 95% intervals), the loss at the
     sweep's single rate (dashed, the same colour), and open markers at
-    :math:`\alpha^*(n)` (triangle) and :math:`\sqrt{2\log n}` (cross); a
+    :math:`\alpha^*(n)` (open triangle) and :math:`\sqrt{2\log n}` (cross); a
     grey vertical line at :math:`c = 1`.  Base-2 log multiplier axis, log
     loss axis shared by the panels.  Each length has its colour and a
     marker of its own (``o``, ``s``, ... in the order of ``colors``); the
     legend, under the axes, names the lengths, then the two line styles
-    (tuned rate, one rate).  Drawn 4.2 in wide, one panel
+    (tuned rate, one rate) and the two open markers.  Drawn 4.2 in wide, one panel
     above the other, so that its smallest text (9.5 pt) is about 10 CSS px
     on a phone, where the figure is shown 342 px wide.
 
@@ -303,6 +303,8 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
     handles = [Line2D([], [], color=colors[n], marker=marker[n], ms=3, label=f"n = {n}") for n in lengths]
     handles.append(Line2D([], [], color="0.3", label="rate tuned per scale"))
     handles.append(Line2D([], [], color="0.3", ls="--", lw=1, label="one rate"))
+    for style, name in (("v", r"$\alpha^*(n)$"), ("x", r"$\sqrt{2\log n}$")):
+        handles.append(Line2D([], [], color="0.3", ls="", marker=style, ms=7, mfc="none", label=name))
     fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
     return fig
 

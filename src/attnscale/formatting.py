@@ -358,10 +358,45 @@ def typographic_minus(text) -> str:
 _PLUS_MINUS = re.compile(r"[ \u00a0]*±[ \u00a0]*")
 
 
+#: The ends of the words between which a cell's line must not break: a
+#: number (or its closing bracket or comma) before the next number or
+#: bracket ("[0.97, 2.75]", "1.776 −0.003", "2.40 (2.22"); the words
+#: around "=", "to", "×" and "/" ("c = 1.26", "2.22 to 2.59", "5 × 2000");
+#: and a word of at most three letters naming the number after it
+#: ("rms 0.095").
+_ENDS_A_NUMBER = re.compile(r"[\d)\]%∞,]$")
+_STARTS_A_NUMBER = re.compile(r"^[\d\[(−+∞]")
+_JOINERS = frozenset({"=", "to", "×", "/"})
+_SHORT_NAME = re.compile(r"^[A-Za-z]{1,3}$")
+
+
+def _keep_numbers_together(text: str) -> str:
+    """``text`` (no math in it) with a no-break space wherever a break would split a number."""
+    words = text.split(" ")
+    out = [words[0]]
+    for left, right in zip(words, words[1:]):
+        together = (
+            (_ENDS_A_NUMBER.search(left) and _STARTS_A_NUMBER.match(right))
+            or left in _JOINERS
+            or right in _JOINERS
+            or (_SHORT_NAME.match(left) and re.match(r"[\d−∞]", right))
+        )
+        out.append((NBSP if together else " ") + right)
+    return "".join(out)
+
+
 def _bind(text: str) -> str:
-    """A table cell's text with true minus signs and ``±`` bound to its numbers."""
+    """A table cell's text with true minus signs and its numbers kept on one line.
+
+    ``±`` is bound to its numbers, and every space inside a numeric
+    expression is a no-break space (:func:`_keep_numbers_together`); math is
+    left as it is.
+    """
     parts = _MATH.split(typographic_minus(text))
-    return "".join(part if k % 2 else _PLUS_MINUS.sub(f"{NBSP}±{NBSP}", part) for k, part in enumerate(parts))
+    return "".join(
+        part if k % 2 else _keep_numbers_together(_PLUS_MINUS.sub(f"{NBSP}±{NBSP}", part))
+        for k, part in enumerate(parts)
+    )
 
 
 def _cell(value) -> str:
