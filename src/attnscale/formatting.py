@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import itertools
 import re
 
 __all__ = [
@@ -374,7 +375,7 @@ def _keep_numbers_together(text: str) -> str:
     """``text`` (no math in it) with a no-break space wherever a break would split a number."""
     words = text.split(" ")
     out = [words[0]]
-    for left, right in zip(words, words[1:]):
+    for left, right in itertools.pairwise(words):
         together = (
             (_ENDS_A_NUMBER.search(left) and _STARTS_A_NUMBER.match(right))
             or left in _JOINERS
