@@ -31,9 +31,9 @@ bound to its numbers by no-break spaces (a cell never wraps mid-number).
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
-import itertools
 import re
 
 __all__ = [
