@@ -319,8 +319,8 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "cosine",
             "**QK-normalized (cosine) attention**",
             r"normalize each head's $q$ and $k$ to unit RMS and keep $1/\sqrt d$, i.e. "
-            rf"$\sqrt d = {_n(np.sqrt(d))}$ on the cosine at $d = {d}$, with learned gains "
-            "(as Qwen3 does, {cite:p}`yang2025qwen3`)",
+            rf"$\sqrt d = {_n(np.sqrt(d))}$ on the cosine at $d = {d}$, with learned gains, "
+            "as Qwen3 does {cite:p}`yang2025qwen3`",
             "carried over from dot products and from released models, not trained here; the gradient "
             rf"criteria ask for more ($\alpha^*(n, d) = {_n(cos_star)}$ at $n = {n}$)",
             "{ref}`cosine scores <ch-cosine-scores>`, {prf:ref}`thm-cosine-mgf`; {ref}`recipes <ch-recipes>`",
