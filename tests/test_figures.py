@@ -82,6 +82,9 @@ def test_entropy_rules_figure_one_panel_per_regime():
     assert [t.get_text() for t in legend.get_texts()] == rules
     markers = [c.lines[0].get_marker() for c in fig.axes[1].containers]
     assert [h.get_marker() for h in legend.legend_handles] == markers == ["o", "s"]
+    # and a line style of its own, so that the curves differ without colour
+    styles = [line.get_linestyle() for line in fig.axes[1].lines if len(line.get_xdata()) > 2]
+    assert [h.get_linestyle() for h in legend.legend_handles] == styles == ["-", "--"]
     with pytest.raises(ValueError, match="every"):
         figures.entropy_rules_figure(lengths, exact, {}, probe, titles, 512)
     plt.close("all")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from bookbuild import ROOT, toc_files
+from bookbuild import ROOT, load_extension, toc_files
 
 pytestmark = pytest.mark.book
 
@@ -81,7 +81,12 @@ def test_intro_download_runs(built_book):
 
     _, html = built_book
     notebook = nbformat.reads(json.dumps(_download(html, "book/intro")), as_version=4)
-    nbclient.NotebookClient(notebook, timeout=120, resources={"metadata": {"path": str(ROOT)}}).execute()
+    # a kernel on socket files of its own, as the build's (over TCP, kernels
+    # starting at once in the test session can draw the same port)
+    manager = load_extension("parallel_chapters").IPCKernelManager
+    nbclient.NotebookClient(
+        notebook, timeout=120, kernel_manager_class=manager, resources={"metadata": {"path": str(ROOT)}}
+    ).execute()
 
 
 class _Images(HTMLParser):

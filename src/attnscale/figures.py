@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .plotting import MARKERS
+from .plotting import LINESTYLES, MARKERS
 
 __all__ = [
     "best_scale_table",
@@ -133,8 +133,6 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from .plotting import MARKERS
-
     lengths = np.asarray(lengths, dtype=float)
     probed = lengths[probe]
     rules = list(dict.fromkeys(rule for _, rule in exact))
@@ -145,7 +143,7 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     for ax, regime in zip(axes[:, 0], titles, strict=True):
         for i, rule in enumerate(rules):
             curve = _curve(exact[(regime, rule)], "exact", lengths.size)
-            ax.plot(lengths, curve, lw=1.6, color=f"C{i}", label=rule)
+            ax.plot(lengths, curve, lw=1.6, color=f"C{i}", ls=LINESTYLES[i], label=rule)
             mean, error = sampled[(regime, rule)]
             ax.errorbar(probed, mean, yerr=2 * np.asarray(error), fmt=MARKERS[i], ms=4, color=f"C{i}")
         ax.set_xscale("log", base=2)
@@ -154,7 +152,10 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
         ax.axvline(train_length, color="0.6", lw=0.8)
     axes[-1, 0].set_xlabel("length $n$")
     # the legend's entry for a rule: its colour, its line and its points' marker
-    handles = [Line2D([], [], color=f"C{i}", lw=1.6, marker=MARKERS[i], ms=4) for i in range(len(rules))]
+    handles = [
+        Line2D([], [], color=f"C{i}", lw=1.6, ls=LINESTYLES[i], marker=MARKERS[i], ms=4)
+        for i in range(len(rules))
+    ]
     fig.legend(handles, rules, loc="outside lower center", ncols=2, frameon=False)
     return fig
 

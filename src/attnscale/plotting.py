@@ -16,7 +16,7 @@ desktop, where a figure is shown at its natural width).
 
 from __future__ import annotations
 
-__all__ = ["MARKERS", "PALETTE", "use_book_style"]
+__all__ = ["LINESTYLES", "MARKERS", "PALETTE", "use_book_style"]
 
 #: Formats every inline figure is rendered in.  SVG only: the HTML book and
 #: Jupyter show it, and the PDF build (which reuses the HTML build's executed
@@ -33,6 +33,11 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#0
 #: Markers to tell lines apart without colour, in the palette's order
 #: (a chapter passes ``marker=MARKERS[k]`` where lines carry markers).
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+
+#: Line styles to tell curves apart without colour where a curve carries no
+#: marker along its length, in the palette's order (solid, dashed,
+#: dash-dot, dotted, then long dashes).
+LINESTYLES = ("-", "--", "-.", ":", (0, (6, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 2)))
 
 BOOK_STYLE = {
     "figure.dpi": 100,
