@@ -61,6 +61,7 @@ from .intervals import (
     seed_interval,
     welch_tolerance,
 )
+from .length_rules import LengthFactorFit, fit_length_factor
 from .montecarlo import (
     TypicalRowScales,
     conditional_mean_log_scale,
@@ -119,6 +120,7 @@ __all__ = [
     "CheckCannotDiscriminate",
     "CheckFailed",
     "LawDiagnosis",
+    "LengthFactorFit",
     "Recommendation",
     "ScaleEntry",
     "ScoreLaw",
@@ -159,6 +161,7 @@ __all__ = [
     "expected_gradient",
     "expected_max_weight",
     "fit_attention_parameter",
+    "fit_length_factor",
     "format_interval",
     "format_number",
     "format_uncertain",

@@ -18,19 +18,46 @@ query that sees :math:`n > L` keys by a factor :math:`\lambda_h(n)`
     scale :math:`\alpha_L` (a factor on the trained logits), interpolated
     in :math:`\log n` between ``grid_points`` lengths.
 
-Also the frequency extension of rotary positions that the retrieval
-chapter holds fixed across arms (:func:`ntk_rope_base`).
+Also the frequency extensions of rotary positions that practitioners use
+instead of (or beside) a factor on the logits: the NTK-aware base
+(:func:`ntk_rope_base`), position interpolation
+(:func:`interpolation_frequency_factors`), YaRN's by-part interpolation and
+its logit factor (:func:`yarn_frequency_factors`; its logit factor is
+:func:`attnscale.recipes.yarn_mscale` squared)
+and Qwen's dynamic NTK stretch (:func:`qwen_ntk_alpha`); and the rotary
+regime of a model, the share of its frequency pairs that complete a period
+within the training length (:func:`rotary_pairs_within`,
+:func:`matched_rope_base`), which lets a small model be trained in the
+regime of a large one.  :func:`fit_length_factor` finds a model's best
+constant factor at a length from its per-window losses, with an interval.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from ._validate import count as _count
+from ._validate import generator as _generator
+from ._validate import positive_number as _positive
 
-__all__ = ["RULE_NAMES", "ntk_rope_base", "rule_factors"]
+__all__ = [
+    "RULE_NAMES",
+    "LengthFactorFit",
+    "fit_length_factor",
+    "interpolation_frequency_factors",
+    "matched_rope_base",
+    "ntk_rope_base",
+    "qwen_ntk_alpha",
+    "rotary_pairs_within",
+    "rotary_wavelengths",
+    "rule_factors",
+    "yarn_frequency_factors",
+]
 
 #: The rules :func:`rule_factors` returns, in the order the chapters show them.
 RULE_NAMES = ("qwen_logn", "sqrt_rule", "calculator")
@@ -67,6 +94,358 @@ def ntk_rope_base(base: float, head_dim: int, train_length: int, length: int) ->
     train_length, length = _count(train_length, "train_length"), _count(length, "length")
     stretch = max(1.0, length / train_length)
     return float(base) * stretch ** (head_dim / (head_dim - 2))
+
+
+def _rotary_checks(base, head_dim):
+    if isinstance(base, bool) or not (isinstance(base, (int, float)) and base > 1 and math.isfinite(base)):
+        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+    head_dim = _count(head_dim, "head_dim", 4)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even, got {head_dim}")
+    return float(base), head_dim
+
+
+def rotary_wavelengths(base: float, head_dim: int) -> np.ndarray:
+    r"""The wavelength, in tokens, of each rotary frequency pair.
+
+    .. math:: \lambda_i = 2\pi\,\theta^{2i/d_h}, \qquad i = 0, \dots, d_h/2 - 1,
+
+    the period of pair :math:`i`, which turns by :math:`\omega_i =
+    \theta^{-2i/d_h}` radians per token (Su et al., 2021, RoFormer).
+
+    Examples
+    --------
+    >>> np.round(rotary_wavelengths(10000.0, 8), 1).tolist()
+    [6.3, 62.8, 628.3, 6283.2]
+    """
+    base, head_dim = _rotary_checks(base, head_dim)
+    return 2.0 * math.pi * base ** (2.0 * np.arange(head_dim // 2) / head_dim)
+
+
+def rotary_pairs_within(base: float, head_dim: int, length: int) -> int:
+    r"""How many rotary frequency pairs complete a period within ``length`` tokens.
+
+    The count of :math:`i` with :math:`\lambda_i \le T` (:func:`rotary_wavelengths`).
+    A pair with a longer wavelength never turns through a whole period in
+    training, so a longer window shows it angles it has not seen; the share
+    of such pairs is the rotary regime of a model.
+
+    Parameters
+    ----------
+    base : float
+        RoPE's base :math:`\theta > 1`.
+    head_dim : int
+        :math:`d_h`, even, at least 4.
+    length : int
+        :math:`T`, tokens.
+
+    Examples
+    --------
+    A model trained at 4,096 tokens with base :math:`10^4` and :math:`d_h =
+    128`, and the book's retrieval models (64 tokens, :math:`d_h = 32`):
+
+    >>> rotary_pairs_within(10000.0, 128, 4096), rotary_pairs_within(10000.0, 32, 64)
+    (46, 5)
+    """
+    length = _count(length, "length")
+    return int(np.count_nonzero(rotary_wavelengths(base, head_dim) <= length))
+
+
+def matched_rope_base(length: int, reference_base: float = 10000.0, reference_length: int = 4096) -> float:
+    r"""The RoPE base that puts a model trained at ``length`` in the rotary regime of a larger one.
+
+    The log-wavelengths of the pairs are evenly spaced from :math:`\log 2\pi`
+    to about :math:`\log 2\pi\theta`, so the share of pairs whose period fits
+    in :math:`L` tokens is
+
+    .. math:: x(\theta, L) = \frac{\log(L/2\pi)}{\log\theta}
+
+    (up to one pair, whatever :math:`d_h`).  The base with the reference
+    model's share is :math:`\theta' = (L/2\pi)^{1/x_\text{ref}}`, with
+    :math:`x_\text{ref} = x(\theta_\text{ref}, L_\text{ref})`.  It matches
+    the share of pairs that see new angles past :math:`L`, not the longest
+    wavelength: that one is far shorter in tokens than a large model's.
+
+    Parameters
+    ----------
+    length : int
+        The small model's training length :math:`L`, more than :math:`2\pi`.
+    reference_base : float, optional
+        The reference model's base (Llama 2 and many 4k models: :math:`10^4`;
+        Llama 3: :math:`5\cdot 10^5`).
+    reference_length : int, optional
+        Its training length, more than :math:`2\pi`.
+
+    Examples
+    --------
+    The book's models at :math:`L = 64` in a 4k, base-:math:`10^4` model's
+    regime: 12 of 16 pairs complete a period within :math:`L`, against 46
+    of 64 in the large model (plain base :math:`10^4`: 5 of 16).
+
+    >>> theta = matched_rope_base(64)
+    >>> round(theta, 2), rotary_pairs_within(theta, 32, 64)
+    (27.09, 12)
+    """
+    length, reference_length = _count(length, "length", 7), _count(reference_length, "reference_length", 7)
+    reference_base, _ = _rotary_checks(reference_base, 4)
+    share = math.log(reference_length / (2 * math.pi)) / math.log(reference_base)
+    if not 0 < share < 1:
+        raise ValueError(
+            f"the reference (base {reference_base:g}, length {reference_length}) must have some but "
+            f"not all of its pairs within its length; its share is {share:.3g}"
+        )
+    return float((length / (2 * math.pi)) ** (1.0 / share))
+
+
+def _stretch(stretch) -> float:
+    stretch = _positive(stretch, "stretch")
+    if stretch < 1:
+        raise ValueError(f"stretch must be >= 1 (the window over the training length), got {stretch:g}")
+    return stretch
+
+
+def interpolation_frequency_factors(head_dim: int, stretch: float) -> np.ndarray:
+    r"""Position interpolation: every rotary frequency divided by the stretch :math:`s = T/L`.
+
+    .. math:: \omega_i' = \omega_i / s
+
+    so that :math:`T = sL` tokens span the angles that :math:`L` spanned in
+    training (Chen et al., 2023).  Returns the factor on each of the
+    :math:`d_h/2` frequencies.
+
+    Examples
+    --------
+    >>> interpolation_frequency_factors(8, 4.0).tolist()
+    [0.25, 0.25, 0.25, 0.25]
+    """
+    head_dim = _count(head_dim, "head_dim", 4)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even, got {head_dim}")
+    return np.full(head_dim // 2, 1.0 / _stretch(stretch))
+
+
+def yarn_frequency_factors(
+    base: float,
+    head_dim: int,
+    train_length: int,
+    stretch: float,
+    beta_fast: float = 32.0,
+    beta_slow: float = 1.0,
+) -> np.ndarray:
+    r"""YaRN's by-part interpolation: the factor on each rotary frequency.
+
+    A pair that turns :math:`r_i = L/\lambda_i` times within the training
+    length keeps its frequency when it turns often (:math:`r_i >
+    \beta_\text{fast}`), is interpolated by :math:`1/s` when it turns
+    less than :math:`\beta_\text{slow}` times, and is blended linearly in
+    the pair index between the two (Peng et al., 2023, YaRN, section 3.2;
+    its release finds the index bounds
+    :math:`i(r) = d_h \log(L/2\pi r) / (2\log\theta)`, rounded outwards):
+
+    .. math:: \omega_i' = \omega_i\Big(\frac{1 - \gamma_i}{s} + \gamma_i\Big),
+       \qquad \gamma_i = 1 - \operatorname{clip}\Big(
+       \frac{i - i_\text{lo}}{i_\text{hi} - i_\text{lo}}, 0, 1\Big),
+
+    with :math:`i_\text{lo} = \lfloor i(\beta_\text{fast})\rfloor` and
+    :math:`i_\text{hi} = \lceil i(\beta_\text{slow})\rceil`, both clipped to
+    :math:`[0, d_h/2 - 1]`.  The published :math:`\beta` (32 and 1) were
+    chosen for :math:`L` of thousands of tokens; at :math:`L = 64` no pair
+    turns 32 times, so every pair is interpolated at least a little.
+
+    Examples
+    --------
+    >>> np.round(yarn_frequency_factors(10000.0, 16, 4096, 8.0), 3).tolist()
+    [1.0, 1.0, 1.0, 0.781, 0.562, 0.344, 0.125, 0.125]
+    """
+    base, head_dim = _rotary_checks(base, head_dim)
+    train_length, stretch = _count(train_length, "train_length"), _stretch(stretch)
+    beta_fast, beta_slow = _positive(beta_fast, "beta_fast"), _positive(beta_slow, "beta_slow")
+    if beta_slow >= beta_fast:
+        raise ValueError(f"beta_slow ({beta_slow:g}) must be below beta_fast ({beta_fast:g})")
+    half = head_dim // 2
+
+    def index(rotations):
+        return head_dim * math.log(train_length / (2 * math.pi * rotations)) / (2 * math.log(base))
+
+    low = min(max(math.floor(index(beta_fast)), 0), half - 1)
+    high = min(max(math.ceil(index(beta_slow)), 0), half - 1)
+    if low == high:
+        high += 0.001  # as the release: a step instead of a ramp
+    ramp = np.clip((np.arange(half) - low) / (high - low), 0.0, 1.0)
+    kept = 1.0 - ramp
+    return (1.0 - kept) / stretch + kept
+
+
+def qwen_ntk_alpha(length: int, train_length: int) -> int:
+    r"""Qwen's dynamic NTK stretch of the base for a window of ``length`` tokens.
+
+    .. math:: \alpha = \max\big(2^{\lceil \log_2(T/L) + 1\rceil} - 1,\ 1\big),
+
+    and the base becomes :math:`\theta\,\alpha^{d_h/(d_h-2)}` (Qwen's
+    released modeling code, Bai et al., 2023).  It is a power of two less
+    one, so it overshoots the NTK-aware stretch :math:`T/L`: 15 at
+    :math:`T = 8L`.
+
+    Examples
+    --------
+    >>> [qwen_ntk_alpha(t, 64) for t in (64, 65, 128, 256, 512, 1024)]
+    [1, 3, 3, 7, 15, 31]
+    """
+    length, train_length = _count(length, "length"), _count(train_length, "train_length")
+    return max(2 ** math.ceil(math.log2(length / train_length) + 1) - 1, 1)
+
+
+@dataclass(frozen=True)
+class LengthFactorFit:
+    """The result of :func:`fit_length_factor`.
+
+    Attributes
+    ----------
+    factor : float
+        The factor at the minimum of the mean loss over models and windows.
+    low, high : float
+        Its bootstrap percentile interval at ``level``.
+    level : float
+    grid : numpy.ndarray
+        The factors tried, increasing.
+    mean_loss : numpy.ndarray
+        The mean loss at each factor of the grid.
+    at_edge : bool
+        The minimum, or more than a tail's share of the bootstrap minima,
+        lies at an end of the grid: widen the grid before trusting the
+        interval.
+    """
+
+    factor: float
+    low: float
+    high: float
+    level: float
+    grid: np.ndarray
+    mean_loss: np.ndarray
+    at_edge: bool
+
+
+def _parabola_minimum(x, y):
+    """The vertex of the parabola through each row's lowest point and its neighbours.
+
+    ``x`` is ``(G,)`` increasing, ``y`` is ``(R, G)``; rows whose minimum
+    is at an end return that end.
+    """
+    k = np.argmin(y, axis=1)
+    inner = np.clip(k, 1, x.size - 2)
+    rows = np.arange(y.shape[0])
+    x0, x1, x2 = x[inner - 1], x[inner], x[inner + 1]
+    y0, y1, y2 = y[rows, inner - 1], y[rows, inner], y[rows, inner + 1]
+    numerator = (x1 - x0) ** 2 * (y1 - y2) - (x1 - x2) ** 2 * (y1 - y0)
+    denominator = (x1 - x0) * (y1 - y2) - (x1 - x2) * (y1 - y0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vertex = x1 - 0.5 * numerator / denominator
+    vertex = np.where(np.isfinite(vertex), np.clip(vertex, x0, x2), x1)
+    at_end = (k == 0) | (k == x.size - 1)
+    return np.where(at_end, x[k], vertex), at_end
+
+
+def fit_length_factor(
+    loss_at: Callable, factors, *, level: float = 0.9, resamples: int = 2000, rng=None
+) -> LengthFactorFit:
+    r"""The constant factor on a model's logits that minimizes its loss at one length, with an interval.
+
+    A protocol to run on one's own model: pick a length :math:`T`, a set of
+    held-out windows of :math:`T` tokens, and a grid of factors; ``loss_at``
+    runs the model with every logit multiplied by the factor and returns
+    the mean loss of each window.  The estimate is the minimum of the mean
+    loss curve, refined by a parabola in :math:`\log` factor through the
+    lowest grid point and its neighbours.  The interval resamples the
+    windows (and the models, when ``loss_at`` returns a row per model, such
+    as seeds of one recipe scored on the same windows) with replacement,
+    each way independently, and takes percentiles of the minima.
+
+    Parameters
+    ----------
+    loss_at : callable
+        ``loss_at(factor)`` returns the per-window mean losses: an array
+        ``(windows,)``, or ``(models, windows)``, of the same shape for every
+        factor.  (An accuracy can be used as minus the accuracy.)
+    factors : array_like
+        At least three distinct factors :math:`> 0` (sorted here);
+        log-spaced is best.
+    level : float, optional
+        Two-sided level of the interval, in (0, 1).
+    resamples : int, optional
+        Bootstrap resamples.
+    rng : numpy.random.Generator, optional
+        Seed it for reproducible intervals (default: seeded with 0).
+
+    Returns
+    -------
+    LengthFactorFit
+
+    Warns
+    -----
+    UserWarning
+        When ``at_edge``: the grid's end binds.
+
+    Examples
+    --------
+    A loss whose minimum over windows lies at a factor of 1.5:
+
+    >>> import numpy as np
+    >>> noise = np.random.default_rng(1).normal(0, 0.01, 40)
+    >>> def loss_at(factor):
+    ...     return (np.log(factor) - np.log(1.5)) ** 2 + noise
+    >>> fit = fit_length_factor(loss_at, 2.0 ** np.arange(-1, 2.6, 0.5))
+    >>> round(fit.factor, 3), fit.low <= 1.5 <= fit.high, fit.at_edge
+    (1.5, True, False)
+    """
+    if not callable(loss_at):
+        raise TypeError(f"loss_at must be callable, got {type(loss_at).__name__}")
+    grid = np.unique(np.asarray(factors, dtype=float).ravel())
+    if grid.size < 3 or not np.all(np.isfinite(grid) & (grid > 0)):
+        raise ValueError("factors must hold at least three distinct finite numbers > 0")
+    level = _positive(level, "level")
+    if not level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level:g}")
+    resamples = _count(resamples, "resamples", 10)
+    rng = np.random.default_rng(0) if rng is None else _generator(rng)
+    curves = []
+    for f in grid:
+        loss = np.asarray(loss_at(float(f)), dtype=float)
+        curves.append(loss if loss.ndim == 2 else loss[None, :] if loss.ndim == 1 else None)
+        if curves[-1] is None or curves[-1].shape != curves[0].shape or curves[-1].size == 0:
+            raise ValueError(
+                "loss_at must return a non-empty array (windows,) or (models, windows), "
+                f"the same shape for every factor; got shape {loss.shape} at factor {f:g}"
+            )
+        if not np.all(np.isfinite(curves[-1])):
+            raise ValueError(f"loss_at returned a non-finite loss at factor {f:g}")
+    losses = np.stack(curves)  # (G, M, W)
+    _, models, windows = losses.shape
+    x = np.log(grid)
+    mean = losses.mean(axis=(1, 2))
+    best, best_at_end = _parabola_minimum(x, mean[None, :])
+    model_counts = rng.multinomial(models, np.full(models, 1.0 / models), size=resamples)
+    window_counts = rng.multinomial(windows, np.full(windows, 1.0 / windows), size=resamples)
+    replicated = np.einsum("gmw,rm,rw->rg", losses, model_counts, window_counts) / (models * windows)
+    minima, ends = _parabola_minimum(x, replicated)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(minima, [tail, 1.0 - tail])
+    at_edge = bool(best_at_end[0] or ends.mean() > tail)
+    if at_edge:
+        warnings.warn(
+            f"the loss is lowest at an end of the grid ({grid[0]:g} to {grid[-1]:g}) for the data or "
+            f"{ends.mean():.0%} of the resamples: widen the grid",
+            UserWarning,
+            stacklevel=2,
+        )
+    return LengthFactorFit(
+        factor=float(np.exp(best[0])),
+        low=float(np.exp(low)),
+        high=float(np.exp(high)),
+        level=level,
+        grid=grid,
+        mean_loss=mean,
+        at_edge=at_edge,
+    )
 
 
 def rule_factors(head_dim, entropy_l, spread_l, train_length, max_length, grid_points=24):

@@ -95,6 +95,10 @@ class LMConfig:
         256 (bytes); a task's vocabulary size (:mod:`attnscale.tasks`).
     rope_base : float
         RoPE's base :math:`\\theta`.
+    rope_frequency_factors : tuple of float or None
+        A factor on each of the :math:`d_h/2` rotary frequencies (position
+        interpolation, YaRN: :mod:`attnscale.length_rules`); ``None`` keeps
+        them.
     previous_token : bool
         Add a learned embedding of the previous token to each position's
         input (a bigram feature; position 0 gets none).  A retrieval head
@@ -123,6 +127,7 @@ class LMConfig:
     weight_decay: float = 0.1
     vocab: int = 256
     rope_base: float = 10000.0
+    rope_frequency_factors: tuple[float, ...] | None = None
     causal: bool = True
     previous_token: bool = False
 
@@ -147,6 +152,14 @@ class LMConfig:
         if not (self.learning_rate > 0 and self.weight_decay >= 0 and self.rope_base > 1):
             raise ValueError("learning_rate must be > 0, weight_decay >= 0 and rope_base > 1")
         _count(self.warmup, "warmup", 0)
+        if self.rope_frequency_factors is not None:
+            factors = self.rope_frequency_factors
+            if not isinstance(factors, tuple) or len(factors) != self.head_dim // 2:
+                raise ValueError(
+                    f"rope_frequency_factors must be a tuple of head_dim / 2 = {self.head_dim // 2} numbers"
+                )
+            if not all(isinstance(f, float) and math.isfinite(f) and f > 0 for f in factors):
+                raise ValueError("rope_frequency_factors must be finite floats > 0")
         for name in ("causal", "previous_token"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -262,11 +275,13 @@ def _rms_norm(x, weight, eps=1e-6):
     return weight * x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + eps)
 
 
-def _rope(x, base):
+def _rope(x, base, frequency_factors=None):
     """Rotate pairs of features (first half with second half) by position-dependent angles."""
     t, _, dh = x.shape
     half = dh // 2
     frequencies = base ** (-jnp.arange(half) / half)
+    if frequency_factors is not None:
+        frequencies = frequencies * jnp.asarray(frequency_factors, dtype=frequencies.dtype)
     angles = jnp.arange(t)[:, None] * frequencies[None, :]  # (T, dh/2)
     cos, sin = jnp.cos(angles)[:, None, :], jnp.sin(angles)[:, None, :]
     x1, x2 = x[..., :half], x[..., half:]
@@ -281,7 +296,8 @@ def _attention(config, layer, x, factor, probe=None, rows=None):
     k = (x @ layer["wk"]).reshape(t, heads, dh)
     v = (x @ layer["wv"]).reshape(t, heads, dh)
     if config.positions == "rope":
-        q, k = _rope(q, config.rope_base), _rope(k, config.rope_base)
+        q = _rope(q, config.rope_base, config.rope_frequency_factors)
+        k = _rope(k, config.rope_base, config.rope_frequency_factors)
     dots = jnp.einsum("ihd,jhd->hij", q, k)  # (heads, T, T)
     scale = logit_scale(config, layer, keys_seen(config, t)) * factor  # (heads, T)
     logits = dots * scale[:, :, None]
@@ -393,16 +409,17 @@ def _task_losses(config, params, inputs, targets, factor=None, probe=None, rows=
     return losses, jnp.argmax(logits, axis=-1) == targets, stats
 
 
-def task_loss_fn(config: LMConfig, params, inputs, targets, weights, readout=None):
+def task_loss_fn(config: LMConfig, params, inputs, targets, weights, readout=None, factor=None):
     """Cross-entropy (nats per token) averaged over the scored positions of a task batch.
 
     ``readout`` (optional): the positions where every example is scored;
     the output logits are then computed there only (the same loss).
+    ``factor`` (optional): a factor on the logits, as in :func:`forward`.
     """
     if readout is None:
-        losses = _task_losses(config, params, inputs, targets)[0]
+        losses = _task_losses(config, params, inputs, targets, factor)[0]
         return jnp.sum(losses * weights) / jnp.sum(weights)
-    logits, _ = jax.vmap(lambda x: forward(config, params, x, readout=readout))(inputs)
+    logits, _ = jax.vmap(lambda x: forward(config, params, x, factor, readout=readout))(inputs)
     log_probs = jax.nn.log_softmax(logits, axis=-1)
     picked = -jnp.take_along_axis(log_probs, targets[:, readout, None], axis=-1)[..., 0]
     return jnp.mean(picked)

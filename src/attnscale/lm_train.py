@@ -142,17 +142,22 @@ def train(
 
 
 def train_task(
-    config: LMConfig, batches, seed: int, steps: int | None = None, progress=None, init=None
+    config: LMConfig, batches, seed: int, steps: int | None = None, progress=None, init=None, factor=None
 ) -> TrainedModel:
-    """Train a model on a task (:mod:`attnscale.tasks`): loss on the scored positions only.
+    r"""Train a model on a task (:mod:`attnscale.tasks`): loss on the scored positions only.
 
     As :func:`train`, but the batches come from ``batches(step)``, a
     function of the step that returns a :class:`attnscale.tasks.TaskBatch`
     of ``config.batch`` examples of ``config.train_length`` tokens (seed it
     from the step, so that paired arms see the same examples).  The loss
     logged at each step is the mean cross-entropy over the scored positions.
+    ``factor`` (optional, ``(n_layers, n_heads, train_length)``): a fixed
+    factor on the logits during training, as a length rule applied while
+    fine-tuning at a longer length (YaRN's, Qwen's :math:`\log_L n`).
     """
     total = _total_steps(config, steps)
+    if factor is not None:
+        factor = jnp.asarray(_checked_factor(config, config.train_length, factor))
     if not callable(batches):
         raise TypeError(f"batches must be a function of the step, got {type(batches).__name__}")
     first = batches(0).weights > 0
@@ -171,7 +176,7 @@ def train_task(
         return batch.inputs, batch.targets, batch.weights
 
     def loss(params, inputs, targets, weights):
-        return task_loss_fn(config, params, inputs, targets, weights, readout)
+        return task_loss_fn(config, params, inputs, targets, weights, readout, factor)
 
     return _fit(config, seed, total, batch_of, loss, progress, init)
 
