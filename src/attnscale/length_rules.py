@@ -247,10 +247,11 @@ def yarn_frequency_factors(
        \frac{i - i_\text{lo}}{i_\text{hi} - i_\text{lo}}, 0, 1\Big),
 
     with :math:`i_\text{lo} = \lfloor i(\beta_\text{fast})\rfloor` and
-    :math:`i_\text{hi} = \lceil i(\beta_\text{slow})\rceil`, both clipped to
-    :math:`[0, d_h/2 - 1]`.  The published :math:`\beta` (32 and 1) were
-    chosen for :math:`L` of thousands of tokens; at :math:`L = 64` no pair
-    turns 32 times, so every pair is interpolated at least a little.
+    :math:`i_\text{hi} = \lceil i(\beta_\text{slow})\rceil`, clipped as the
+    release clips them (:math:`i_\text{lo} \ge 0`, :math:`i_\text{hi} \le d_h - 1`).
+    The published :math:`\beta` (32 and 1) were chosen for :math:`L` of
+    thousands of tokens; at :math:`L = 64` no pair turns 32 times, so every
+    pair is interpolated at least a little.
 
     Examples
     --------
@@ -267,8 +268,10 @@ def yarn_frequency_factors(
     def index(rotations):
         return head_dim * math.log(train_length / (2 * math.pi * rotations)) / (2 * math.log(base))
 
-    low = min(max(math.floor(index(beta_fast)), 0), half - 1)
-    high = min(max(math.ceil(index(beta_slow)), 0), half - 1)
+    # the release's bounds: the low one at least 0, the high one at most d_h - 1 (not d_h/2 - 1, so a
+    # ramp can run past the last pair and leave it partly extrapolated)
+    low = max(math.floor(index(beta_fast)), 0)
+    high = min(math.ceil(index(beta_slow)), head_dim - 1)
     if low == high:
         high += 0.001  # as the release: a step instead of a ramp
     ramp = np.clip((np.arange(half) - low) / (high - low), 0.0, 1.0)
