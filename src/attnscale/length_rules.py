@@ -23,7 +23,7 @@ instead of (or beside) a factor on the logits: the NTK-aware base
 (:func:`ntk_rope_base`), position interpolation
 (:func:`interpolation_frequency_factors`), YaRN's by-part interpolation and
 its logit factor (:func:`yarn_frequency_factors`; its logit factor is
-:func:`attnscale.recipes.yarn_mscale` squared)
+:func:`attnscale.yarn_mscale` squared)
 and Qwen's dynamic NTK stretch (:func:`qwen_ntk_alpha`); and the rotary
 regime of a model, the share of its frequency pairs that complete a period
 within the training length (:func:`rotary_pairs_within`,
