@@ -15,33 +15,37 @@ commit is refused).
 
 Parts (every arm paired by seed: the same initial weights and batches):
 
-``baselines-matched``, ``baselines-plain``
-    O (the standard scale) with RoPE, trained at L = 64 with the base that
-    puts it in a 4k, base-1e4 model's rotary regime
-    (:func:`attnscale.length_rules.matched_rope_base`: 12 of its 16 pairs
-    complete a period within L, as 46 of 64 do in that model) or with the
-    plain base 1e4 (5 of 16).  At every length L ... 16L it is tested
-    under what practitioners use: the frequencies unchanged, position
-    interpolation (PI), the NTK-aware base, YaRN with and without its logit
-    factor, Qwen's dynamic NTK with its log_L n factor, and the NTK-aware
-    base with log_L n (the book's advice); each also after a short
-    fine-tune at 4L (FINETUNE_STEPS steps of FINETUNE_BATCH windows of 4L
-    tokens: 4% of the training steps and of its tokens), then tested with
-    the stretch max(4, T/L).  The fine-tune with the frequencies unchanged
-    is the control: what the longer windows alone do.  Under the NTK-aware
-    base, the oracle factor: the constant on the logits that minimizes the
-    validation loss, on every head, on every head past L only (like
-    Qwen's, which is 1 up to L), and on each head alone, with each
+``baselines-matched``, ``baselines-longest``, ``baselines-plain``
+    O (the standard scale) with RoPE, trained at L = 64 in three rotary
+    regimes: ``matched``, the base that gives it the share of frequency
+    pairs completing a period within L of a 4k, base-1e4 model
+    (:func:`attnscale.length_rules.matched_rope_base`, 27.1: 12 of its 16
+    pairs, as 46 of 64 in that model); ``longest``, the base whose slowest
+    pair spans as many training lengths as that model's, 13.3
+    (:func:`attnscale.length_rules.longest_wavelength_rope_base`, 187.7:
+    8 of 16 pairs within L); and ``plain``, base 1e4 (5 of 16).  One base
+    cannot match both at L = 64.  At every length L ... 16L the model is
+    tested under what practitioners use: the frequencies unchanged,
+    position interpolation (PI), the NTK-aware base, YaRN with and without
+    its logit factor, Qwen's dynamic NTK with its log_L n factor, and the
+    NTK-aware base with log_L n (the book's advice); each also after a
+    short fine-tune at 4L (FINETUNE_STEPS steps of FINETUNE_BATCH windows
+    of 4L tokens: 4% of the training steps and of its tokens), then tested
+    with the stretch max(4, T/L).  The fine-tune with the frequencies
+    unchanged is the control: what the longer windows alone do.  Under the
+    NTK-aware base, the oracle factor: the constant on the logits that
+    minimizes the validation loss, on every head, on every head past L only
+    (like Qwen's, which is 1 up to L), and on each head alone, with each
     validation window's loss stored (two-way intervals).
-``trained-matched``
-    Su's log_512 n (E) and Scalable-Softmax trained in, matched base,
+``trained-longest``
+    Su's log_512 n (E) and Scalable-Softmax trained in, ``longest`` base,
     tested with the frequencies unchanged and with the NTK-aware base.
 ``law-32``, ``law-64``, ``law-128``
     O at L = 32, 64 or 128 tokens, at two widths (d_model 64 and 128, two
-    heads), without positions and with the matched base (NTK-aware beyond
-    L); the oracle factor at 2L ... 16L on every head, past L only, and on
-    the retrieval head, per window: how the length law moves with L and
-    width.
+    heads), without positions and with the ``longest`` base (NTK-aware
+    beyond L); the oracle factor at 2L ... 16L on every head, past L only,
+    and on the retrieval head, per window: how the length law moves with L
+    and width.
 
 Workers are separate processes with one XLA thread each.
 """
@@ -64,7 +68,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 from _sweep import count_step, default_workers, provenance, rounded, run_pool, write_results  # noqa: E402
 
-PARTS = ("baselines-matched", "baselines-plain", "trained-matched", "law-32", "law-64", "law-128")
+PARTS = (
+    "baselines-matched",
+    "baselines-longest",
+    "baselines-plain",
+    "trained-longest",
+    "law-32",
+    "law-64",
+    "law-128",
+)
 PLAIN_BASE = 10000.0
 REFERENCE = {"base": 10000.0, "length": 4096, "head_dim": 128}  # the regime matched: a 4k, base-1e4 model
 STRETCHES = (1, 2, 4, 8, 16)  # test lengths T = sL
@@ -83,12 +95,10 @@ def model_config(job, quick):
     """The recall model of ``retrieval.py`` at the job's length, width, positions, base and rule."""
     import retrieval
 
-    from attnscale.length_rules import matched_rope_base
-
     base = retrieval.base_config(quick)
     length = job["train_length"]
-    rope_base = PLAIN_BASE if job["regime"] == "plain" else matched_rope_base(length, **_reference())
     width = job.get("width", base.d_model)
+    rope_base = regime_base(job["regime"], length, width // base.n_heads)
     return replace(
         base,
         train_length=length,
@@ -104,19 +114,33 @@ def _reference():
     return {"reference_base": REFERENCE["base"], "reference_length": REFERENCE["length"]}
 
 
+def regime_base(regime, length, head_dim):
+    """The RoPE base of a regime: ``plain`` 1e4; ``matched``: the reference's share of pairs within L;
+    ``longest``: the reference's slowest wavelength in training lengths."""
+    from attnscale.length_rules import longest_wavelength_rope_base, matched_rope_base
+
+    if regime == "plain":
+        return PLAIN_BASE
+    if regime == "matched":
+        return matched_rope_base(length, **_reference())
+    return longest_wavelength_rope_base(
+        length, head_dim, **_reference(), reference_head_dim=REFERENCE["head_dim"]
+    )
+
+
 def jobs_for(part, seeds):
     """Every run of a part, heaviest first."""
     if part.startswith("baselines"):
         regime = part.split("-")[1]
         arms = [dict(regime=regime, positions="rope", rule="standard", train_length=64)]
-    elif part == "trained-matched":
+    elif part == "trained-longest":
         arms = [
-            dict(regime="matched", positions="rope", rule=r, train_length=64) for r in ("logn512", "ssmax")
+            dict(regime="longest", positions="rope", rule=r, train_length=64) for r in ("logn512", "ssmax")
         ]
     else:
         length = int(part.split("-")[1])
         arms = [
-            dict(regime="matched", positions=p, rule="standard", train_length=length, width=w)
+            dict(regime="longest", positions=p, rule="standard", train_length=length, width=w)
             for w in sorted(WIDTHS, reverse=True)
             for p in ("rope", "nope")
         ]
@@ -393,7 +417,7 @@ def run_job(job):
         record["ssmax_s"] = rounded([layer["ssmax_s"] for layer in model.params["layers"]])
     if job["part"].startswith("baselines"):
         run_baselines(job, model, record)
-    elif job["part"] == "trained-matched":
+    elif job["part"] == "trained-longest":
         run_trained(job, model, record)
     else:
         run_law(job, model, record)
@@ -451,13 +475,14 @@ def main(argv=None):
     records = sorted(done.values(), key=job_name)
     import retrieval
 
-    from attnscale.length_rules import matched_rope_base
-
     settings = {
         "part": args.part,
         "base_config": asdict(retrieval.base_config(args.quick)),
         "reference_regime": REFERENCE,
-        "matched_bases": {str(n): matched_rope_base(n, **_reference()) for n in (32, 64, 128)},
+        "bases": {
+            regime: {f"L{n}-dh{h}": regime_base(regime, n, h) for n in (32, 64, 128) for h in (32, 64)}
+            for regime in ("plain", "matched", "longest")
+        },
         "plain_base": PLAIN_BASE,
         "stretches": list(STRETCHES),
         "methods": list(METHODS),

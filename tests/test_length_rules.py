@@ -249,3 +249,15 @@ def test_fit_bad_input(kwargs, name):
     arguments = {"loss_at": _curve(1.0, 0.1, 8), "factors": [0.5, 1.0, 2.0]} | kwargs
     with pytest.raises((ValueError, TypeError), match=name):
         fit_length_factor(**arguments)
+
+
+@pytest.mark.parametrize("length", [32, 64, 128])
+@pytest.mark.parametrize("head_dim", [32, 64])
+def test_longest_wavelength_base_keeps_the_span(length, head_dim):
+    from attnscale.length_rules import longest_wavelength_rope_base
+
+    theta = longest_wavelength_rope_base(length, head_dim)
+    span = float(2 * mpmath.pi * mpmath.mpf(1e4) ** (mpmath.mpf(126) / 128)) / 4096  # 13.3 lengths
+    assert rotary_wavelengths(theta, head_dim)[-1] / length == pytest.approx(span, rel=1e-12)
+    # and it cannot keep the share too: fewer pairs fit within L than in the reference
+    assert rotary_pairs_within(theta, head_dim, length) / (head_dim // 2) < 46 / 64

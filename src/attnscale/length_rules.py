@@ -27,7 +27,8 @@ its logit factor (:func:`yarn_frequency_factors`; its logit factor is
 and Qwen's dynamic NTK stretch (:func:`qwen_ntk_alpha`); and the rotary
 regime of a model, the share of its frequency pairs that complete a period
 within the training length (:func:`rotary_pairs_within`,
-:func:`matched_rope_base`), which lets a small model be trained in the
+:func:`matched_rope_base`) or the span of its slowest pair
+(:func:`longest_wavelength_rope_base`), which lets a small model be trained in the
 regime of a large one.  :func:`fit_length_factor` finds a model's best
 constant factor at a length from its per-window losses, with an interval.
 """
@@ -50,6 +51,7 @@ __all__ = [
     "LengthFactorFit",
     "fit_length_factor",
     "interpolation_frequency_factors",
+    "longest_wavelength_rope_base",
     "matched_rope_base",
     "ntk_rope_base",
     "qwen_ntk_alpha",
@@ -164,7 +166,10 @@ def matched_rope_base(length: int, reference_base: float = 10000.0, reference_le
     model's share is :math:`\theta' = (L/2\pi)^{1/x_\text{ref}}`, with
     :math:`x_\text{ref} = x(\theta_\text{ref}, L_\text{ref})`.  It matches
     the share of pairs that see new angles past :math:`L`, not the longest
-    wavelength: that one is far shorter in tokens than a large model's.
+    wavelength: that one is far shorter in tokens than a large model's
+    (:func:`longest_wavelength_rope_base` matches it instead).  At
+    :math:`L = 64` this base leaves no pair slow enough to match content
+    across the window, and the book's recall models did not learn under it.
 
     Parameters
     ----------
@@ -195,6 +200,53 @@ def matched_rope_base(length: int, reference_base: float = 10000.0, reference_le
             f"not all of its pairs within its length; its share is {share:.3g}"
         )
     return float((length / (2 * math.pi)) ** (1.0 / share))
+
+
+def longest_wavelength_rope_base(
+    length: int,
+    head_dim: int,
+    reference_base: float = 10000.0,
+    reference_length: int = 4096,
+    reference_head_dim: int = 128,
+) -> float:
+    r"""The RoPE base whose slowest pair spans as many training lengths as a larger model's does.
+
+    The slowest pair's wavelength is :math:`\lambda_\text{max} = 2\pi\,
+    \theta^{(d_h-2)/d_h}` (:func:`rotary_wavelengths`); the base with
+    :math:`\lambda_\text{max}/L` equal to the reference model's is
+
+    .. math:: \theta' = \Big(\frac{L}{2\pi}\,\frac{\lambda_\text{max,ref}}{L_\text{ref}}\Big)^{d_h/(d_h-2)}.
+
+    A pair that turns less than once within :math:`L` can carry content
+    between distant tokens with little rotation; this base keeps such a
+    pair as slow, relative to :math:`L`, as in the reference.  It cannot
+    also keep the share of pairs within :math:`L` (:func:`matched_rope_base`):
+    with one base and a short :math:`L` the two ask for different bases.
+
+    Parameters
+    ----------
+    length : int
+        The small model's training length :math:`L`.
+    head_dim : int
+        Its :math:`d_h`, even, at least 4.
+    reference_base, reference_length, reference_head_dim : optional
+        The reference model (default: 4,096 tokens, base :math:`10^4`,
+        :math:`d_h = 128`, whose slowest pair spans 13.3 training lengths).
+
+    Examples
+    --------
+    >>> theta = longest_wavelength_rope_base(64, 32)
+    >>> round(theta, 1), rotary_pairs_within(theta, 32, 64)
+    (187.7, 8)
+    """
+    length = _count(length, "length")
+    _, head_dim = _rotary_checks(2.0, head_dim)
+    reference_length = _count(reference_length, "reference_length")
+    longest = rotary_wavelengths(reference_base, reference_head_dim)[-1] / reference_length
+    theta = (length / (2 * math.pi) * longest) ** (head_dim / (head_dim - 2))
+    if not theta > 1:
+        raise ValueError(f"length {length} is too short for a base above 1 in this regime")
+    return float(theta)
 
 
 def _stretch(stretch) -> float:
