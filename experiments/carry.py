@@ -36,7 +36,9 @@ Parts (every arm paired by seed: the same initial weights and batches):
     NTK-aware base, the oracle factor: the constant on the logits that
     minimizes the validation loss, on every head, on every head past L only
     (like Qwen's, which is 1 up to L), and on each head alone, with each
-    validation window's loss stored (two-way intervals).
+    validation window's loss stored (two-way intervals); and under YaRN's
+    frequencies, the oracle factor on every head (is YaRN's own logit factor
+    the best one?).
 ``trained-longest``
     Su's log_512 n (E) and Scalable-Softmax trained in, ``longest`` base,
     tested with the frequencies unchanged and with the NTK-aware base.
@@ -354,6 +356,11 @@ def _ntk(config, stretch):
     )
 
 
+def _yarn(config, stretch):
+    """``config`` with YaRN's frequencies (without its logit factor) for windows of ``stretch`` * L tokens."""
+    return method_setting(config, "yarn_nologit", stretch)[0]
+
+
 def run_baselines(job, model, record):
     from attnscale.length_rules import rotary_pairs_within
 
@@ -367,6 +374,8 @@ def run_baselines(job, model, record):
         f"head:{i}.{j}" for i in range(config.n_layers) for j in range(config.n_heads)
     ]
     record["oracle_ntk"] = oracle(model, scopes, lambda s: _ntk(config, s))
+    # the factor that serves best on top of YaRN's frequencies: is YaRN's own logit factor it?
+    record["oracle_yarn"] = oracle(model, ["all", "beyond"], lambda s: _yarn(config, s))
     finetuned = {}
     for method in FINETUNED:
         begin = time.perf_counter()
@@ -399,6 +408,8 @@ def run_law(job, model, record):
         return _ntk(config, s) if config.positions == "rope" else config
 
     record["oracle"] = oracle(model, ["all", "beyond", f"head:{head[0]}.{head[1]}"], variant)
+    if config.positions == "rope":
+        record["oracle_yarn"] = oracle(model, ["all"], lambda s: _yarn(config, s))
 
 
 def run_job(job):
