@@ -9,6 +9,10 @@ is the factor on its logits that minimizes the held-out loss; the sweep
 evaluates a grid of factors, and :func:`oracle_factor` refines the grid's
 best point by a parabola in :math:`\log\lambda`.  :func:`fit_length_law`
 fits the laws that the length rules assume to the oracle factors.
+:func:`carry_runs` and :func:`carry_oracle_fit` read the second sweep
+(``experiments/carry.py``): the same task in other rotary regimes, against
+the extensions practitioners use, after a short fine-tune, and at other
+training lengths and widths.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ __all__ = [
     "LENGTH_LAWS",
     "LawFit",
     "arm_table",
+    "carry_oracle_fit",
+    "carry_runs",
     "fit_length_law",
     "needle_runs",
     "oracle_factor",
@@ -387,3 +393,89 @@ def fit_length_law(lengths, factors, train_length, law):
         )
         c = float(result.x)
     return LawFit(law, c, float(np.sqrt(np.mean((curve(c, x) - y) ** 2))))
+
+
+def carry_runs(result):
+    """The runs of a results file of ``experiments/carry.py``, in the shape :func:`arm_table` reads.
+
+    Each run's evaluations become ``run["eval"]``, keyed ``"<method>"`` for
+    a method applied at test and ``"ft_<method>"`` after the fine-tune, by
+    the test length in tokens (the stretch times the run's training length).
+
+    Parameters
+    ----------
+    result : dict
+        A carry results file (``provenance``, ``settings``, ``runs``).
+
+    Returns
+    -------
+    list of dict
+        The runs, sorted by their arm and seed, each with ``task`` =
+        ``"recall"``, ``positions``, ``rule``, ``seed``, ``regime``,
+        ``train_length``, ``width`` (or None) and ``eval``.
+    """
+    if not isinstance(result, dict) or not {"provenance", "settings", "runs"} <= result.keys():
+        raise ValueError("result is not a results file (provenance, settings, runs)")
+    runs = []
+    for record in result["runs"]:
+        length = int(record["train_length"])
+
+        def by_length(evaluations, length=length):
+            return {str(int(s) * length): value for s, value in evaluations.items()}
+
+        evaluations = {method: by_length(v) for method, v in record.get("test", {}).items()}
+        for method, tuned in record.get("finetuned", {}).items():
+            evaluations[f"ft_{method}"] = by_length(tuned["eval"])
+        runs.append(
+            {
+                "task": "recall",
+                "positions": record["positions"],
+                "rule": record["rule"],
+                "seed": record["seed"],
+                "regime": record["regime"],
+                "train_length": length,
+                "width": record.get("width"),
+                "eval": evaluations,
+                "record": record,
+            }
+        )
+    return sorted(runs, key=lambda r: (r["regime"], r["positions"], r["rule"], r["width"] or 0, r["seed"]))
+
+
+def carry_oracle_fit(runs, key, scope, stretch, level=0.9, criterion="loss"):
+    """The oracle factor of a carry arm at ``stretch`` * L, with a two-way (seed x window) interval.
+
+    Reads the per-window validation losses (or accuracies) the carry sweep
+    stores on its factor grid and passes them to
+    :func:`attnscale.fit_length_factor` (minimum of the mean curve refined by a
+    parabola in the log factor; seeds and windows resampled independently).
+
+    Parameters
+    ----------
+    runs : list of dict
+        One arm's runs (:func:`carry_runs`), scored on the same windows.
+    key : str
+        The record's oracle: ``"oracle_ntk"``, ``"oracle_yarn"`` or ``"oracle"``.
+    scope : str
+        ``"all"``, ``"beyond"`` or ``"head:<layer>.<head>"``.
+    stretch : int
+    level : float, optional
+    criterion : str, optional
+        ``"loss"`` (minimized) or ``"acc"`` (maximized).
+
+    Returns
+    -------
+    attnscale.LengthFactorFit
+    """
+    from .length_rules import fit_length_factor
+
+    if criterion not in ("loss", "acc"):
+        raise ValueError(f"criterion must be 'loss' or 'acc', got {criterion!r}")
+    oracles = [r["record"][key] for r in runs]
+    grid = oracles[0]["factors"]
+    curves = np.asarray(
+        [o["curves"][scope][str(int(stretch))][f"{criterion}_by_window"] for o in oracles], dtype=float
+    )  # (seeds, factors, windows)
+    sign = 1.0 if criterion == "loss" else -1.0
+    index = {float(f): k for k, f in enumerate(grid)}
+    return fit_length_factor(lambda f: sign * curves[:, index[f], :], grid, level=level)
