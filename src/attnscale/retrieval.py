@@ -447,7 +447,7 @@ def carry_oracle_fit(runs, key, scope, stretch, level=0.9, criterion="loss"):
 
     Reads the per-window validation losses (or accuracies) the carry sweep
     stores on its factor grid and passes them to
-    :func:`attnscale.fit_length_factor` (minimum of the mean curve refined by a
+    :func:`attnscale.length_rules.fit_length_factor` (minimum of the mean curve refined by a
     parabola in the log factor; seeds and windows resampled independently).
 
     Parameters
