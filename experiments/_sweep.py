@@ -132,6 +132,38 @@ def run_pool(run_job, jobs, workers, total, initializer, initargs=(), on_record=
     return records, round(time.monotonic() - begin, 1)
 
 
+def run_resumable(run_job, jobs, name_of, cache: Path, info, quick, steps_of, workers, initializer, initargs):
+    """Run the ``jobs`` not yet in ``cache`` in a pool; keep each record there as it finishes.
+
+    ``cache`` holds one JSON file per finished run, named by ``name_of(job)``;
+    a record made at another commit or mode (``quick``) is refused, so a
+    resumed sweep never mixes code versions.  Sets
+    ``info["wall_seconds_this_call"]`` and ``info["run_seconds_total"]`` and
+    returns every finished record (kept and new), keyed by name.
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    done = {}
+    for path in sorted(cache.glob("*.json")):
+        record = json.loads(path.read_text())
+        if record.get("git_commit") != info["git_commit"] or record.get("quick") != quick:
+            raise SystemExit(f"{path} was made at another commit or mode: delete {cache} to start afresh")
+        done[path.stem] = record
+    todo = [job for job in jobs if name_of(job) not in done]
+    total = sum(steps_of(job) for job in todo)
+    print(f"{len(done)} runs kept from {cache}, {len(todo)} to go ({total} steps)", file=sys.stderr)
+
+    def keep(record):  # in the cache as soon as it finishes
+        record |= {"git_commit": info["git_commit"], "quick": quick}
+        (cache / f"{name_of(record)}.json").write_text(json.dumps(record, separators=(",", ":")))
+        done[name_of(record)] = record
+
+    _, info["wall_seconds_this_call"] = run_pool(
+        run_job, todo, workers, total, initializer, initargs, on_record=keep
+    )
+    info["run_seconds_total"] = round(sum(r["seconds"] for r in done.values()), 1)
+    return done
+
+
 def write_results(path: Path, out: dict) -> None:
     """Write ``out`` as compact JSON to ``path``, whole or not at all (through a ``.partial`` file)."""
     path.parent.mkdir(parents=True, exist_ok=True)

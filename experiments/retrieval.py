@@ -47,7 +47,6 @@ Workers are separate processes with one XLA thread each.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -60,7 +59,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
-from _sweep import count_step, default_workers, provenance, rounded, run_pool, write_results  # noqa: E402
+from _sweep import count_step, default_workers, provenance, rounded, run_resumable, write_results  # noqa: E402
 
 DEFAULT_OUT = ROOT / "book" / "data" / "retrieval.json"
 
@@ -476,26 +475,18 @@ def main(argv=None):
     workers = default_workers(args.workers)
     info = provenance(argv, workers)
     cache = ROOT / "experiments" / ".cache" / args.out.stem
-    cache.mkdir(parents=True, exist_ok=True)
-    done = {}
-    for path in sorted(cache.glob("*.json")):
-        record = json.loads(path.read_text())
-        if record.get("git_commit") != info["git_commit"] or record.get("quick") != args.quick:
-            raise SystemExit(f"{path} was made at another commit or mode: delete {cache} to start afresh")
-        done[path.stem] = record
-    jobs = [job for job in jobs_for(args.seeds, args.only, args.rules) if job_name(job) not in done]
-    total = sum(job_steps(job, args.quick) for job in jobs)
-    print(f"{len(done)} runs kept from {cache}, {len(jobs)} to go ({total} steps)", file=sys.stderr)
-
-    def keep(record):  # in the cache as soon as it finishes
-        record |= {"git_commit": info["git_commit"], "quick": args.quick}
-        (cache / f"{job_name(record)}.json").write_text(json.dumps(record, separators=(",", ":")))
-        done[job_name(record)] = record
-
-    _, info["wall_seconds_this_call"] = run_pool(
-        run_job, jobs, workers, total, _init_worker, (args.quick,), on_record=keep
+    done = run_resumable(
+        run_job,
+        jobs_for(args.seeds, args.only, args.rules),
+        job_name,
+        cache,
+        info,
+        args.quick,
+        lambda job: job_steps(job, args.quick),
+        workers,
+        _init_worker,
+        (args.quick,),
     )
-    info["run_seconds_total"] = round(sum(r["seconds"] for r in done.values()), 1)
     records = sorted(done.values(), key=lambda r: (r["task"], r["positions"], r["rule"], r["seed"]))
     settings = {
         "base_config": asdict(base_config(args.quick)),
