@@ -1,4 +1,4 @@
-"""Exact expectations (attnscale.exact) against Monte Carlo at matched accuracy.
+"""Exact expectations (attnscale.theory.exact) against Monte Carlo at matched accuracy.
 
 For each (alpha, n) the exact route costs one call of
 ``attnscale.expected_gradient`` (or entropy).  Monte Carlo reaches a relative

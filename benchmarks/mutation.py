@@ -45,155 +45,155 @@ ROOT = Path(__file__).resolve().parents[1]
 # (file under src/attnscale, text to replace, replacement, what the fault is)
 MUTANTS = [
     (
-        "softmax.py",
+        "theory/softmax.py",
         "jac = -alpha[..., None] * p[..., :, None]",
         "jac = alpha[..., None] * p[..., :, None]",
         "flipped sign of the off-diagonal Jacobian",
     ),
     (
-        "softmax.py",
+        "theory/softmax.py",
         "return 0.5 * np.abs(jac).sum(axis=(-2, -1))",
         "return 0.49 * np.abs(jac).sum(axis=(-2, -1))",
         "changed constant in half the L1 norm",
     ),
     (
-        "softmax.py",
+        "theory/softmax.py",
         "np.put_along_axis(others, top, rest, axis=-1)",
         "pass",
         "dropped the cancellation-free complement of the top weight",
     ),
     (
-        "softmax.py",
+        "theory/softmax.py",
         "np.where(collision < 0.5, -np.log(collision)",
         "np.where(collision < 0.0, -np.log(collision)",
         "Renyi entropy always through log1p (precision)",
     ),
-    ("gaussian.py", "return np.sqrt(w - 0.5)", "return np.sqrt(w - 0.4)", "changed constant in alpha*"),
+    ("theory/gaussian.py", "return np.sqrt(w - 0.5)", "return np.sqrt(w - 0.4)", "constant in alpha*"),
     (
-        "gaussian.py",
+        "theory/gaussian.py",
         "exponent = alpha * alpha - np.log(n)",
         "exponent = alpha * alpha - np.log(n + 1)",
         "off-by-one in n in the Gaussian objective",
     ),
     (
-        "cosine.py",
+        "theory/cosine.py",
         "log_mgf, _, _ = _parts(d / 2.0 - 1.0, alpha)",
         "log_mgf, _, _ = _parts(d / 2.0 - 0.5, alpha)",
         "wrong Bessel order in the cosine log-MGF",
     ),
     (
-        "cosine.py",
+        "theory/cosine.py",
         "value = _log_ratio(alpha, l1, m1, l2, m2) + np.log1p(slope) - log_n",
         "value = _log_ratio(alpha, l1, m1, l2, m2) + np.log1p(0.9 * slope) - log_n",
         "changed factor in the stationarity condition",
     ),
     (
-        "cosine.py",
+        "theory/cosine.py",
         "done = (value == 0) | ((width < 1e-9) & ~outside)",
         "done = (value == 0) | ((width < 1e-3) & ~outside)",
         "loosened root-finder tolerance",
     ),
-    ("special.py", "(24, {1: 3, 3: -5}),", "(24, {1: 3, 3: -4}),", "wrong Debye coefficient u_1"),
-    ("special.py", "1 / 12\n", "1 / 13\n", "wrong Stirling coefficient"),
-    ("special.py", "+ alpha * 0.5 * p * p + ", "+ ", "dropped a term of 1 - L'(alpha) in the Debye region"),
+    ("theory/special.py", "(24, {1: 3, 3: -5}),", "(24, {1: 3, 3: -4}),", "wrong Debye coefficient u_1"),
+    ("theory/special.py", "1 / 12\n", "1 / 13\n", "wrong Stirling coefficient"),
+    ("theory/special.py", "+ alpha * 0.5 * p * p + ", "+ ", "dropped a term of 1 - L'(alpha), Debye"),
     (
-        "special.py",
+        "theory/special.py",
         "count = int(np.clip(24 + 2 * np.sqrt(x.max(initial=0.0)), 24, 124))",
         "count = int(np.clip(6 + 1 * np.sqrt(x.max(initial=0.0)), 6, 30))",
         "truncated the 0F1 series too early",
     ),
     (
-        "entropy.py",
+        "theory/entropy.py",
         "return np.log1p(rest) + spread / (1.0 + rest)",
         "return np.log1p(rest) + spread / (2.0 + rest)",
         "wrong normalizer in the row entropy",
     ),
     (
-        "entropy.py",
+        "theory/entropy.py",
         "return np.log(n) / np.log(train_length) / np.sqrt(d)",
         "return np.log(n) / np.log(train_length) / d",
         "1/d instead of 1/sqrt(d) in the entropy-invariant scale",
     ),
     (
-        "initialization.py",
+        "theory/initialization.py",
         "return np.sqrt(1.0 - 2.0 * cut * _normal_pdf(cut) / mass)",
         "return np.sqrt(1.0 - cut * _normal_pdf(cut) / mass)",
         "dropped a factor 2 in the truncated-normal std",
     ),
     (
-        "initialization.py",
+        "theory/initialization.py",
         "e2 = np.exp(2.0) * special.ndtr(-2.0)",
         "e2 = np.exp(2.0) * special.ndtr(-1.0)",
         "wrong Gaussian integral in SELU's second moment",
     ),
     (
-        "decoder.py",
+        "theory/decoder.py",
         "return gaussian_objective(alpha, n) / gaussian_objective(gaussian_alpha_star(n), n)",
         "return gaussian_objective(alpha, n) / gaussian_objective(gaussian_alpha_star(n + 1), n)",
         "off-by-one in n in the decoder's best scale",
     ),
     (
-        "montecarlo.py",
+        "theory/montecarlo.py",
         "rest = rng.chisquare(d - 1.0, (samples, n))",
         "rest = rng.chisquare(d - 2.0, (samples, n))",
         "wrong degrees of freedom in the cosine sampler",
     ),
     (
-        "deepnet.py",
+        "theory/deepnet.py",
         '"plain-he": np.sqrt(2.0 / width)}',
         '"plain-he": np.sqrt(2.2 / width)}',
         "wrong He constant in the simulator",
     ),
     (
-        "recipes.py",
+        "practice/recipes.py",
         "return (0.1 * np.log(stretch) + 1.0) ** 2 * standard_scale(d)",
         "return (0.2 * np.log(stretch) + 1.0) ** 2 * standard_scale(d)",
         "wrong YaRN constant",
     ),
     (
-        "transfer.py",
+        "theory/transfer.py",
         'divisor = n if kind == "relu2_n" else train_length',
         "divisor = n",
         "relu2_fixed normalizes by the sample length",
     ),
     (
-        "_validate.py",
+        "support/_validate.py",
         'return at_least(value, name, 2.0, what=" (at least two keys)")',
         'return at_least(value, name, 1.0, what=" (at least two keys)")',
         "validation of n weakened to n >= 1",
     ),
     (
-        "training.py",
+        "models/training.py",
         "pick = np.array([np.argmin(loss[:, k, :size].mean(axis=0)) for k, size in enumerate(sizes)])",
         "pick = np.array([np.argmax(loss[:, k, :size].mean(axis=0)) for k, size in enumerate(sizes)])",
         "the learning-rate search keeps the worst rate",
     ),
     (
-        "training.py",
+        "models/training.py",
         "scales = multipliers / np.sqrt(dims)",
         "scales = multipliers / np.sqrt(dims.max())",
         "heads of several dimensions all scaled by the largest one's d",
     ),
     (
-        "training.py",
+        "models/training.py",
         "w_query, w_key = w_query * rows, w_key * rows",
         "w_query, w_key = w_query * rows, w_key",
         "a smaller head keeps the keys' rows it does not have",
     ),
     (
-        "exact.py",
+        "theory/exact.py",
         "graded_ends=d < _ROUGH_BELOW and d != round(d),",
         "graded_ends=False,",
         "cosine law at non-integer d on equal end panels",
     ),
     (
-        "exact.py",
+        "theory/exact.py",
         "rough_ends=d < _ROUGH_BELOW,",
         "rough_ends=False,",
         "cosine law below d = 10 on panels in s at its rough top",
     ),
     (
-        "exact.py",
+        "theory/exact.py",
         "total = self._mass_above(np.array([lo]), clip=False)[0]",
         "total = self._mass_above(np.array([lo]))[0]",
         "normalization check on a total clipped to 1",
@@ -1158,7 +1158,7 @@ def main():
             path = copy / "src" / "attnscale" / filename
             original = path.read_text()
             if original.count(old) != 1:  # the package was rewritten: update the mutant
-                print(f"{number:2d}. {filename:18s} {what:58s} STALE (text not found once)", flush=True)
+                print(f"{number:2d}. {filename:26s} {what:58s} STALE (text not found once)", flush=True)
                 continue
             path.write_text(original.replace(old, new))
             start = time.perf_counter()
@@ -1172,7 +1172,7 @@ def main():
                 path.write_text(original)
             caught += verdict != "SURVIVED"
             print(
-                f"{number:2d}. {filename:18s} {what:58s} {verdict}  ({time.perf_counter() - start:.0f} s)",
+                f"{number:2d}. {filename:26s} {what:58s} {verdict}  ({time.perf_counter() - start:.0f} s)",
                 flush=True,
             )
         claim_caught, claim_stale = run_claim_mutants(copy, env, claims)

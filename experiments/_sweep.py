@@ -45,7 +45,7 @@ def provenance(argv, workers):
 
     import jax
 
-    from attnscale.corpus import SYMPY_CORPUS
+    from attnscale.models.corpus import SYMPY_CORPUS
 
     packages = {name: metadata.version(name) for name in ("jax", "jaxlib", "numpy", "scipy", "sympy")}
     return {
@@ -89,7 +89,7 @@ _COUNTER = None  # in a worker: the steps done by every worker (a shared integer
 
 
 def count_step(step, loss):
-    """The ``progress`` callback of :func:`attnscale.lm_train.train` in a worker: one more step done."""
+    """The ``progress`` callback of :func:`attnscale.models.lm_train.train` in a worker: a step done."""
     with _COUNTER.get_lock():
         _COUNTER.value += 1
 

@@ -19,10 +19,10 @@ Parts (every arm paired by seed: the same initial weights and batches):
     O (the standard scale) with RoPE, trained at L = 64 in three rotary
     regimes: ``matched``, the base that gives it the share of frequency
     pairs completing a period within L of a 4k, base-1e4 model
-    (:func:`attnscale.length_rules.matched_rope_base`, 27.1: 12 of its 16
+    (:func:`attnscale.practice.length_rules.matched_rope_base`, 27.1: 12 of its 16
     pairs, as 46 of 64 in that model); ``longest``, the base whose slowest
     pair spans as many training lengths as that model's, 13.3
-    (:func:`attnscale.length_rules.longest_wavelength_rope_base`, 187.7:
+    (:func:`attnscale.practice.length_rules.longest_wavelength_rope_base`, 187.7:
     8 of 16 pairs within L); and ``plain``, base 1e4 (5 of 16).  One base
     cannot match both at L = 64.  At every length L ... 16L the model is
     tested under what practitioners use: the frequencies unchanged,
@@ -118,7 +118,7 @@ def _reference():
 def regime_base(regime, length, head_dim):
     """The RoPE base of a regime: ``plain`` 1e4; ``matched``: the reference's share of pairs within L;
     ``longest``: the reference's slowest wavelength in training lengths."""
-    from attnscale.length_rules import longest_wavelength_rope_base, matched_rope_base
+    from attnscale.practice.length_rules import longest_wavelength_rope_base, matched_rope_base
 
     if regime == "plain":
         return PLAIN_BASE
@@ -162,8 +162,8 @@ def method_setting(config, method, stretch):
     Returns ``(config, factor)`` where ``factor`` maps a window length T to a
     ``(layers, heads, T)`` array (or None: 1 everywhere).
     """
-    from attnscale import recipes
-    from attnscale.length_rules import (
+    from attnscale.practice import recipes
+    from attnscale.practice.length_rules import (
         interpolation_frequency_factors,
         ntk_rope_base,
         qwen_ntk_alpha,
@@ -237,7 +237,7 @@ def _validation_batch(length):
 def _evaluate(model, batch, config, factor=None):
     import retrieval
 
-    from attnscale import lm_train
+    from attnscale.models import lm_train
 
     e = lm_train.evaluate_task(model, batch, factor, config=config)
     return retrieval._stats(e)
@@ -278,7 +278,7 @@ def oracle(model, scopes, variant_of):
     """Validation loss and accuracy per window for every oracle factor, scope and length > L."""
     import retrieval
 
-    from attnscale import lm_train
+    from attnscale.models import lm_train
 
     config = model.config
     grid = retrieval.ORACLE_FACTORS if not _STATE["quick"] else retrieval.ORACLE_FACTORS[::5]
@@ -301,7 +301,7 @@ def oracle(model, scopes, variant_of):
 
 def retrieval_head(model):
     """The (layer, head) with the most weight on the answer's pair at L, and every head's weight."""
-    from attnscale import lm_train
+    from attnscale.models import lm_train
 
     config = model.config
     e = lm_train.evaluate_task(model, _test_batch(config.train_length))
@@ -314,8 +314,8 @@ def finetune(model, method, seed):
     """FINETUNE_STEPS steps at FINETUNE_STRETCH * L under ``method``, from the trained weights."""
     import retrieval
 
-    from attnscale import lm_train
-    from attnscale.tasks import step_seed
+    from attnscale.models import lm_train
+    from attnscale.models.tasks import step_seed
 
     config = model.config
     length = FINETUNE_STRETCH * config.train_length
@@ -347,7 +347,7 @@ def finetune(model, method, seed):
 
 def _ntk(config, stretch):
     """``config`` with the NTK-aware base for windows of ``stretch`` * L tokens."""
-    from attnscale.length_rules import ntk_rope_base
+    from attnscale.practice.length_rules import ntk_rope_base
 
     length = stretch * config.train_length
     return replace(
@@ -361,7 +361,7 @@ def _yarn(config, stretch):
 
 
 def run_baselines(job, model, record):
-    from attnscale.length_rules import rotary_pairs_within
+    from attnscale.practice.length_rules import rotary_pairs_within
 
     config = model.config
     record["rope_base"] = config.rope_base
@@ -414,7 +414,7 @@ def run_law(job, model, record):
 def run_job(job):
     import retrieval
 
-    from attnscale import lm_train
+    from attnscale.models import lm_train
 
     quick = _STATE["quick"]
     config = model_config(job, quick)

@@ -9,8 +9,8 @@ The times are the results files' own (``provenance["wall_seconds"]``), with
 two worker processes on two CPU cores that other work shared; the commands
 are the ones their provenance records.
 
-Trains byte-level decoder-only transformers (:mod:`attnscale.lm`) on the
-pinned SymPy sources (:mod:`attnscale.corpus`) and writes one JSON file with
+Trains byte-level decoder-only transformers (:mod:`attnscale.models.lm`) on the
+pinned SymPy sources (:mod:`attnscale.models.corpus`) and writes one JSON file with
 everything the chapter draws and checks, and its provenance (the command,
 git commit, package versions, corpus checksums, seeds, per-step training
 losses, wall times, device).  Never edit the file by hand: rerun this.
@@ -68,7 +68,7 @@ NORMALIZER_LENGTHS = (64, 128)
 
 
 def base_config(quick: bool):
-    from attnscale.lm import LMConfig
+    from attnscale.models.lm import LMConfig
 
     if quick:
         return LMConfig(d_model=32, n_heads=2, n_layers=1, d_mlp=64, steps=30, train_length=TRAIN_LENGTH)
@@ -107,13 +107,13 @@ _STATE: dict = {}
 
 
 def _init_worker(quick):
-    from attnscale.corpus import sympy_corpus
+    from attnscale.models.corpus import sympy_corpus
 
     _STATE.update(quick=quick, corpus=sympy_corpus())
 
 
 def _windows(split, length, count, seed):
-    from attnscale.corpus import batch_windows, window_starts
+    from attnscale.models.corpus import batch_windows, window_starts
 
     text = _STATE["corpus"].split(split)
     return batch_windows(text, window_starts(len(text), length, count, seed), length)
@@ -145,7 +145,7 @@ def _summary(evaluation, length, keep_positions=False):
 
 def _rule_factors(model, calibration):
     """The three evaluation-time rules, each a function of the length: (layers, heads, T) factors."""
-    from attnscale.length_rules import rule_factors
+    from attnscale.practice.length_rules import rule_factors
 
     rules, calculator = rule_factors(
         model.config.head_dim,
@@ -176,7 +176,7 @@ def _spike_rows(calibration, model):
 
 
 def run_length(job):
-    from attnscale import lm, lm_train
+    from attnscale.models import lm, lm_train
 
     quick = _STATE["quick"]
     config = replace(base_config(quick), positions=job["positions"], scale_rule=job["rule"])
@@ -221,7 +221,7 @@ def run_length(job):
 
 
 def run_normalizer(job):
-    from attnscale import lm_train
+    from attnscale.models import lm_train
 
     quick = _STATE["quick"]
     text = _STATE["corpus"].train

@@ -8,8 +8,8 @@
         --out book/data/retrieval-more.json                   # some arms only
     python experiments/retrieval.py --quick --out /tmp/r.json # a smoke run of the pipeline (about a minute)
 
-Trains small transformers (:mod:`attnscale.lm`) on tasks whose heads must
-find one key among n (:mod:`attnscale.tasks`) at L = 64 tokens, tests them
+Trains small transformers (:mod:`attnscale.models.lm`) on tasks whose heads must
+find one key among n (:mod:`attnscale.models.tasks`) at L = 64 tokens, tests them
 at 64 ... 2048 tokens under every length rule, and writes one JSON file with
 everything the chapter draws and checks and its provenance (command, git
 commit, clean tree, package versions, seeds, per-step training losses, wall
@@ -78,7 +78,7 @@ TEST_SEED, VALIDATION_SEED, CONTROL_SEED = 10_000, 20_000, 30_000
 
 def base_config(quick: bool):
     """The model of every part: 2 blocks of 2 heads of dimension 32, previous-token inputs."""
-    from attnscale.lm import LMConfig
+    from attnscale.models.lm import LMConfig
 
     if quick:
         return LMConfig(
@@ -110,7 +110,7 @@ PART_STEPS = {"recall": 1500, "mlm": 1000, "bidirectional_recall": 1500, "needle
 
 
 def config_for(job, quick):
-    from attnscale.tasks import recall_vocabulary
+    from attnscale.models.tasks import recall_vocabulary
 
     base = base_config(quick)
     steps = base.steps if quick else PART_STEPS[job["task"]]
@@ -165,7 +165,7 @@ def _init_worker(quick):
 
 def _corpus():
     if "corpus" not in _STATE:
-        from attnscale.corpus import sympy_corpus
+        from attnscale.models.corpus import sympy_corpus
 
         _STATE["corpus"] = sympy_corpus()
     return _STATE["corpus"]
@@ -173,7 +173,7 @@ def _corpus():
 
 def make_batch(task, length, count, seed, split="train", **options):
     """``count`` examples of ``task`` at ``length`` tokens (text tasks read ``split``)."""
-    from attnscale import tasks
+    from attnscale.models import tasks
 
     vocabulary = tasks.recall_vocabulary(N_KEYS, N_VALUES)
     if task == "recall":
@@ -188,7 +188,7 @@ def make_batch(task, length, count, seed, split="train", **options):
 
 def training_batches(config, task, seed):
     """Batch of step ``s``: seeded by (seed, s), the same for every arm of a seed."""
-    from attnscale.tasks import step_seed
+    from attnscale.models.tasks import step_seed
 
     return lambda step: make_batch(task, config.train_length, config.batch, step_seed(seed, step))
 
@@ -221,7 +221,7 @@ def _answer_weight(values):
 
 def _rope_variants(model, length):
     """Plain RoPE, and (beyond L) RoPE with the NTK-aware base; NoPE has one variant."""
-    from attnscale.length_rules import ntk_rope_base
+    from attnscale.practice.length_rules import ntk_rope_base
 
     config = model.config
     out = {"plain": config}
@@ -243,7 +243,7 @@ def _factor(config, length, value, scope, head):
 
 def _oracle(model, task, length, head, variants):
     """Validation loss and accuracy over ORACLE_FACTORS, on every head or the retrieval head alone."""
-    from attnscale import lm_train
+    from attnscale.models import lm_train
 
     quick = _STATE["quick"]
     batch = make_batch(
@@ -270,7 +270,7 @@ def _oracle(model, task, length, head, variants):
 
 def _calibration(model, task):
     """Each head's entropy and score spread for the queries that see L keys (the rules' input)."""
-    from attnscale import lm_train
+    from attnscale.models import lm_train
 
     batch = make_batch(task, TRAIN_LENGTH, 128 if not _STATE["quick"] else 8, VALIDATION_SEED, "validation")
     windows = np.concatenate([batch.inputs, batch.targets[:, -1:]], axis=1)  # causal: targets are the shift
@@ -280,8 +280,8 @@ def _calibration(model, task):
 
 def run_recall(job, model, record):
     """Every arm of a causal recall model at every length, the oracle, the rules, the control."""
-    from attnscale import lm_train
-    from attnscale.length_rules import rule_factors
+    from attnscale.models import lm_train
+    from attnscale.practice.length_rules import rule_factors
 
     quick = _STATE["quick"]
     config = model.config
@@ -350,8 +350,8 @@ def run_recall(job, model, record):
 
 def run_text(job, model, record):
     """Masked-token accuracy (MLM) or the needle's exact match, by length (and depth)."""
-    from attnscale import lm_train
-    from attnscale.length_rules import rule_factors
+    from attnscale.models import lm_train
+    from attnscale.practice.length_rules import rule_factors
 
     quick = _STATE["quick"]
     rules = {}
@@ -401,7 +401,7 @@ def run_text(job, model, record):
 
 def run_bidirectional_recall(job, model, record):
     """Bidirectional recall by length; a relu^2 model with N fixed at L and with N = the window."""
-    from attnscale import lm_train
+    from attnscale.models import lm_train
 
     quick = _STATE["quick"]
     config = model.config
@@ -422,7 +422,7 @@ def run_bidirectional_recall(job, model, record):
 
 
 def run_job(job):
-    from attnscale import lm_train
+    from attnscale.models import lm_train
 
     quick = _STATE["quick"]
     config = config_for(job, quick)

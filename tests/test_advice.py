@@ -8,7 +8,7 @@ import pytest
 from bookbuild import ROOT
 
 import attnscale as at
-from attnscale.advice import calculator_answer
+from attnscale.practice.advice import calculator_answer
 
 ANSWERS = at.answers()
 

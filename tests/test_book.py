@@ -88,7 +88,7 @@ def _add_cell(code: str) -> str:
 #: Faults in a chapter's cells (name: chapter text, a string the build log must
 #: contain: the right cause).  A failing cell stops the parallel read, so each
 #: needs a build of its own.  A failing ``assert`` is the failing check below
-#: (:class:`attnscale.checks.CheckFailed` is an ``AssertionError``).
+#: (:class:`attnscale.support.checks.CheckFailed` is an ``AssertionError``).
 CELL_FAULTS = {
     "raised exception": (_add_cell("raise RuntimeError('injected exception')"), "injected exception"),
     "python warning": (_add_cell("import warnings\nwarnings.warn('injected warning')"), "stderr was found"),

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import attnscale as at
-from attnscale import calculator
 from attnscale.__main__ import main
+from attnscale.practice import calculator
 
 #: A guard against a hang, not a speed test (the target is under a second on an idle
 #: machine, which benchmarks/bench_calculator.py measures): the suite shares two cores

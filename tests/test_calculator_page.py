@@ -65,7 +65,7 @@ import pytest
 from bookbuild import ROOT, load_extension
 
 import attnscale as at
-from attnscale import calculator as calculator_module
+from attnscale.practice import calculator as calculator_module
 
 SCRIPT = ROOT / "book" / "_static" / "calculator.js"
 CLOSED = 1e-9
@@ -749,14 +749,14 @@ NORMAL_SOLVE = "(ps) => ps.map(([h, n]) => AttnScaleCalculator.solveNormalEntrop
 
 
 def test_normal_solve_matches_the_package(calculator):
-    """The scale with a given Gaussian entropy (attnscale.recipes._solve_entropy), and where none reaches it.
+    """The scale with a given Gaussian entropy (recipes._solve_entropy), and where none reaches it.
 
     60 targets the package computes at random (alpha, n), typed to twelve
     digits, from a nearly uniform head to the cap, from no first guess (the
     page's form starts from its spline's); and targets just above and below
     the entropy at the cap (1e-5 relative), reachable or not as for the package.
     """
-    from attnscale import recipes
+    from attnscale.practice import recipes
 
     rng = np.random.default_rng(19)
     n = np.exp(rng.uniform(math.log(2), math.log(1e9), 60))
@@ -899,7 +899,7 @@ COSINE_SOLVE = "(ps) => ps.map(([h, n, d]) => AttnScaleCalculator.solveCosineEnt
 
 
 def test_cosine_solve_matches_the_package(calculator):
-    """The scale with a given cosine entropy (attnscale.recipes._solve_entropy), and where none reaches it.
+    """The scale with a given cosine entropy (recipes._solve_entropy), and where none reaches it.
 
     40 targets the package computes at random (alpha, n, d), typed to twelve
     digits, from a nearly uniform head (the page's expansion below 1e-3) to
@@ -907,7 +907,7 @@ def test_cosine_solve_matches_the_package(calculator):
     (1e-5 relative), which the page must find reachable or not as the
     package does.
     """
-    from attnscale import recipes
+    from attnscale.practice import recipes
 
     alpha, n, d = _cosine_points(16, 40)
     alpha[:6] = np.array([3e-4, 6e-4, 9e-4, 1.5e-3, 3e-3, 1e-2]) * np.sqrt(d[:6])  # the expansion's edge

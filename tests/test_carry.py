@@ -1,11 +1,11 @@
-"""Reading the carry sweep (attnscale.retrieval.carry_runs, carry_oracle_fit) on a synthetic results file."""
+"""Reading the carry sweep (retrieval.carry_runs, carry_oracle_fit) on a synthetic results file."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attnscale.retrieval import arm_table, carry_oracle_fit, carry_runs
+from attnscale.models.retrieval import arm_table, carry_oracle_fit, carry_runs
 
 GRID = [0.5, 0.7071, 1.0, 1.4142, 2.0, 2.8284]
 

@@ -14,8 +14,8 @@ import references as ref
 import sympy as sp
 
 import attnscale as at
-from attnscale.cosine import _condition_and_slope
-from attnscale.special import _parts_with_variance
+from attnscale.theory.cosine import _condition_and_slope
+from attnscale.theory.special import _parts_with_variance
 
 
 def _tilted_variance(d, alpha):

@@ -16,7 +16,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 import attnscale as at
-from attnscale import decoder
+from attnscale.theory import decoder
 
 
 def enumerated_mean_share(alpha, max_length, d=None):

@@ -1,4 +1,4 @@
-"""Tests of attnscale.diagnose: the gap bounds, the critical scales and the diagnostic.
+"""Tests of attnscale.theory.diagnose: the gap bounds, the critical scales and the diagnostic.
 
 The diagnostic is tested on rows drawn from each law it names (it must
 return that law, and a factor near the law's own critical-scale ratio), and
@@ -16,7 +16,7 @@ from scipy.special import ndtri
 from scipy.stats import genpareto, norm
 
 import attnscale as at
-from attnscale.diagnose import _free_energy
+from attnscale.theory.diagnose import _free_energy
 
 RNG_SEED = 20261203
 
@@ -383,7 +383,7 @@ def test_plotting_positions_against_the_gamma_ratio():
     # give its logarithm within 0.01 from i = 2 on (measured 0.0092, at i = 2)
     from scipy.special import gammaln
 
-    from attnscale.diagnose import _positions
+    from attnscale.theory.diagnose import _positions
 
     L, k = 1024, 256
     i = np.arange(2, k + 1)

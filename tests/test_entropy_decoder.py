@@ -152,7 +152,7 @@ def test_spike_over_bulk_draws_like_one_array_whatever_the_blocks(monkeypatch):
     expected_draws = np.random.default_rng(2).standard_normal((5, 7, n - 1))
     logits = np.concatenate([spike[..., None], bulk_mean[:, None] + bulk_sd * expected_draws], axis=-1)
     direct = at.softmax_entropy(logits)
-    monkeypatch.setattr("attnscale.entropy._BULK_BLOCK", 1000)  # three rows a block
+    monkeypatch.setattr("attnscale.theory.entropy._BULK_BLOCK", 1000)  # three rows a block
     blocked = at.spike_over_bulk_entropy(spike, bulk_mean, bulk_sd, n, np.random.default_rng(2))
     np.testing.assert_array_equal(blocked, direct)
     assert np.all((blocked >= 0) & (blocked <= np.log(n)))

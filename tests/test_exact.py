@@ -1,4 +1,4 @@
-"""Exact finite-n expectations (attnscale.exact) against independent routes.
+"""Exact finite-n expectations (attnscale.theory.exact) against independent routes.
 
 * n = 2: closed forms in one variable (the score difference), by mpmath at 50 digits;
 * the gap density at zero (the alpha -> infinity limit), by mpmath at 50 digits;
@@ -106,7 +106,7 @@ def test_cosine_law_normalized_at_every_d():
     (scipy's betaln, 5e-10 off there); below d = 3 it passed only because
     the total was clipped to 1 before the comparison.
     """
-    from attnscale.exact import _COSINE_CACHE, cosine_law
+    from attnscale.theory.exact import _COSINE_CACHE, cosine_law
 
     for d in np.r_[np.linspace(2.0, 6.0, 161), np.geomspace(6.0, 1e6, 120)]:
         _COSINE_CACHE.pop(float(d), None)

@@ -1,4 +1,4 @@
-"""The chapters' figure helpers (attnscale.figures): what they draw from the numbers, what they refuse."""
+"""The chapters' figure helpers (attnscale.support.figures): what they draw, what they refuse."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attnscale import figures, format_uncertain
+from attnscale import format_uncertain
+from attnscale.support import figures
 
 DIMS = 2 ** np.arange(1, 6)
 

@@ -194,7 +194,7 @@ def test_format_interval_refuses_bad_input(call, error, name):
 
 # -- results tables -----------------------------------------------------------------
 
-from attnscale.formatting import results_table, typographic_minus  # noqa: E402
+from attnscale.support.formatting import results_table, typographic_minus  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -237,7 +237,7 @@ def test_results_table_refuses_what_a_reader_cannot_use(header, rows, caption, n
 
 
 def test_captioned_table_wraps_a_pipe_table():
-    from attnscale.formatting import captioned_table
+    from attnscale.support.formatting import captioned_table
 
     text = captioned_table("| n | x |\n|---|---:|\n| 2 | -1.5 |", caption="X.", name="tab-x")
     assert text == "```{table} X.\n:name: tab-x\n\n| n | x |\n|---|---:|\n| 2 | \u22121.5 |\n```\n"
@@ -271,7 +271,7 @@ def test_tables_read_in_plain_jupyter():
     sys.path.insert(0, str(Path(__file__).parent))
     from bookbuild import load_extension
 
-    from attnscale.formatting import captioned_table
+    from attnscale.support.formatting import captioned_table
 
     plain = load_extension("notebook_downloads")._plain_tables
     listed = results_table(["arm", "loss"], [["O", ("1.2", "-0.1 ± 0.2")]], caption="Loss.", name="tab-x")
@@ -282,7 +282,7 @@ def test_tables_read_in_plain_jupyter():
 
 
 def test_pipe_table_rows_and_refusals():
-    from attnscale.formatting import captioned_table, pipe_table
+    from attnscale.support.formatting import captioned_table, pipe_table
 
     table = pipe_table(["n", "x \\| y"], [[2, "-1.5"], ["4", 0.25]])
     assert table == "| n | x \\| y |\n| --- | --- |\n| 2 | -1.5 |\n| 4 | 0.25 |"

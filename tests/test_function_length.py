@@ -58,7 +58,7 @@ def definition_lengths(path: Path) -> list[tuple[int, str, bool]]:
 
 def all_lengths() -> list[tuple[int, str, bool]]:
     return sorted(
-        (row for path in sorted(PACKAGE.glob("*.py")) for row in definition_lengths(path)), reverse=True
+        (row for path in sorted(PACKAGE.rglob("*.py")) for row in definition_lengths(path)), reverse=True
     )
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import attnscale as at
-from attnscale import deepnet
+from attnscale.theory import deepnet
 
 
 def test_truncated_normal_std_against_mpmath():

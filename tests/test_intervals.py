@@ -1,4 +1,4 @@
-"""Intervals over seeds (attnscale.intervals) against scipy.stats and by simulation."""
+"""Intervals over seeds (attnscale.support.intervals) against scipy.stats and by simulation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The rotary extensions and the length-factor protocol of attnscale.length_rules, each by a second route."""
+"""The rotary extensions (practice.length_rules) and the length-factor fit, each by a second route."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from attnscale.length_rules import (
-    fit_length_factor,
+from attnscale.practice.length_rules import (
     interpolation_frequency_factors,
     matched_rope_base,
     qwen_ntk_alpha,
@@ -18,6 +17,7 @@ from attnscale.length_rules import (
     rotary_wavelengths,
     yarn_frequency_factors,
 )
+from attnscale.support.factor_fit import fit_length_factor
 
 # -- the rotary regime ----------------------------------------------------------------
 
@@ -135,7 +135,7 @@ def test_bad_input_names_the_argument(call, name):
 
 def test_interpolated_rotation_is_the_rotation_at_scaled_positions():
     jnp = pytest.importorskip("jax.numpy")
-    from attnscale.lm import _rope
+    from attnscale.models.lm import _rope
 
     x = jnp.asarray(np.random.default_rng(0).normal(size=(40, 2, 16)), dtype=jnp.float32)
     stretch = 4.0
@@ -153,7 +153,7 @@ def test_interpolated_rotation_is_the_rotation_at_scaled_positions():
 
 def test_config_checks_the_frequency_factors():
     pytest.importorskip("jax")
-    from attnscale.lm import LMConfig
+    from attnscale.models.lm import LMConfig
 
     config = LMConfig(d_model=32, n_heads=2)
     with pytest.raises(ValueError, match="rope_frequency_factors"):
@@ -164,8 +164,8 @@ def test_config_checks_the_frequency_factors():
 
 def test_training_under_a_unit_factor_is_training_without_one():
     pytest.importorskip("jax")
-    from attnscale import lm_train, tasks
-    from attnscale.lm import LMConfig
+    from attnscale.models import lm_train, tasks
+    from attnscale.models.lm import LMConfig
 
     vocabulary = tasks.recall_vocabulary(64, 16)
     config = LMConfig(
@@ -254,7 +254,7 @@ def test_fit_bad_input(kwargs, name):
 @pytest.mark.parametrize("length", [32, 64, 128])
 @pytest.mark.parametrize("head_dim", [32, 64])
 def test_longest_wavelength_base_keeps_the_span(length, head_dim):
-    from attnscale.length_rules import longest_wavelength_rope_base
+    from attnscale.practice.length_rules import longest_wavelength_rope_base
 
     theta = longest_wavelength_rope_base(length, head_dim)
     span = float(2 * mpmath.pi * mpmath.mpf(1e4) ** (mpmath.mpf(126) / 128)) / 4096  # 13.3 lengths

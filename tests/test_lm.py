@@ -1,4 +1,4 @@
-"""attnscale.lm, attnscale.lm_train and the corpus: shapes, masks, rules, gradients, a short run."""
+"""models.lm, models.lm_train and the corpus: shapes, masks, rules, gradients, a short run."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import attnscale as at
-from attnscale import corpus
+from attnscale.models import corpus
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
-from attnscale import lm, lm_train  # noqa: E402
+from attnscale.models import lm, lm_train  # noqa: E402
 
 TINY = lm.LMConfig(
     d_model=16, n_heads=2, n_layers=1, d_mlp=32, train_length=32, batch=16, steps=150, learning_rate=1e-2
@@ -126,7 +126,7 @@ def _rope_numpy(x, base):
 @pytest.mark.parametrize("rule", lm.SCALE_RULES)
 @pytest.mark.parametrize("positions", lm.POSITIONS)
 def test_one_head_against_the_books_softmax(rule, positions):
-    """Every row of every head equals attnscale.softmax of its scaled q.k (NumPy, float64)."""
+    """Every row of every head equals attnscale.theory.softmax of its scaled q.k (NumPy, float64)."""
     config = lm.LMConfig(**{**TINY.__dict__, "scale_rule": rule, "positions": positions})
     params = _numpy_params(config, seed=3)
     layer = params["layers"][0]

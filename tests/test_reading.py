@@ -120,7 +120,7 @@ def test_figure_style_is_legible():
     The chapters render SVG; the PDF build converts it (tests/test_pdf.py
     checks that no bitmap reaches the PDF).
     """
-    from attnscale import plotting
+    from attnscale.support import plotting
 
     sizes = [v for k, v in plotting.BOOK_STYLE.items() if k.endswith(("size", "fontsize"))]
     assert sizes and min(sizes) >= 9

@@ -354,7 +354,7 @@ def _entries(rec):
 
 
 def _keyed(rec):
-    """The entries by the key of their rule (attnscale.calculator.RULES), which no setting changes."""
+    """The entries by the key of their rule (practice.calculator.RULES), which no setting changes."""
     return {e.key: e for e in rec.entries}
 
 
@@ -375,7 +375,7 @@ def test_one_rule_that_cannot_answer_leaves_a_note_and_the_table(kwargs):
 
 
 def test_a_failing_rule_is_a_note_by_construction(monkeypatch):
-    from attnscale import calculator
+    from attnscale.practice import calculator
 
     def broken(setting):
         raise RuntimeError("boom")
@@ -392,7 +392,7 @@ def test_a_failing_rule_is_a_note_by_construction(monkeypatch):
 
 
 def test_a_new_rule_is_one_entry(monkeypatch):
-    from attnscale import calculator
+    from attnscale.practice import calculator
 
     extra = calculator._Rule(
         "twice", "twice the standard", "test", lambda s: calculator._scale(2.0), kind="criterion"
@@ -553,7 +553,7 @@ def test_qknorm_is_an_initial_value_not_a_published_scale():
 
 def test_the_marked_length_row_says_to_extend_rope_first():
     """The words under the marked row are the answers table's (advice.ROPE_FIRST), its factor filled in."""
-    from attnscale import advice
+    from attnscale.practice import advice
 
     assert advice.ROPE_FIRST in at.answers()["length"].recommendation
     for measure in (dict(), dict(head_scale=2.0)):
@@ -583,7 +583,7 @@ def test_a_contrastive_loss_marks_the_gradient_row_as_an_order_of_magnitude():
     assert rec.answer == "contrastive" and [e.key for e in rec.recommended] == ["gradient"]
     assert rec.recommended[0].scale == pytest.approx(float(at.cosine_alpha_star(64, 768)), rel=1e-12)
     assert rec.how.startswith("an order of magnitude")
-    ratios = at.advice.contrastive_ratios().values()
+    ratios = at.practice.advice.contrastive_ratios().values()
     low, high = (rec.recommended[0].scale * r for r in (min(ratios), max(ratios)))
     assert f"({low:.2g} to {high:.2g} here)" in rec.how
     assert "contrastive', low confidence" in str(rec)
@@ -596,7 +596,7 @@ def test_a_contrastive_loss_marks_the_gradient_row_as_an_order_of_magnitude():
 
 def test_causal_settings_say_which_entropy_and_which_position():
     """A decoder's entropy is of rows over L keys; Qwen's factor is per position (logn_list), here n's."""
-    from attnscale.calculator import FIELDS, NOTES
+    from attnscale.practice.calculator import FIELDS, NOTES
 
     rec = at.recommend_scale(128, 32768, causal=True, train_length=4096, head_entropy=5.5)
     assert NOTES["head entropy causal"] in rec.notes and NOTES["causal length"] in rec.notes
@@ -623,7 +623,7 @@ def test_causal_settings_say_which_entropy_and_which_position():
 )
 def test_the_marked_rows_are_the_books_answer(kwargs):
     """The rows marked as the book's answer are those attnscale.answers names here, and they come first."""
-    from attnscale import advice, calculator
+    from attnscale.practice import advice, calculator
 
     rec = at.recommend_scale(**kwargs)
     answer = advice.calculator_answer(rec.scores, rec.causal, rec.n, rec.train_length)
@@ -668,7 +668,7 @@ def test_cli_errors_are_the_calculators_words(args, message):
 
 def test_the_rope_base_and_the_tested_range_are_printed():
     """Practitioner read: the stretched RoPE base's factor, and a note past the lengths the book tested."""
-    from attnscale import length_rules
+    from attnscale.practice import length_rules
 
     rec = at.recommend_scale(128, 131072, causal=True, train_length=8192)
     want = length_rules.ntk_rope_base(10000.0, 128, 8192, 131072) / 10000.0

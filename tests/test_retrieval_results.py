@@ -1,4 +1,4 @@
-"""attnscale.retrieval: reading a retrieval sweep (two-way intervals, oracle factors, law fits)."""
+"""attnscale.models.retrieval: reading a retrieval sweep (two-way intervals, oracle factors, law fits)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import attnscale as at
-from attnscale import retrieval as rv
+from attnscale.models import retrieval as rv
 
 
 def _runs(values, arm="trained:plain", lengths=(64, 128)):

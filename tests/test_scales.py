@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnscale as at
-from attnscale.special import _DEBYE, log_hyp0f1
+from attnscale.theory.special import _DEBYE, log_hyp0f1
 
 RTOL_MGF = 1e-12  # log MGF and its parts
 RTOL_STAR = 1e-12  # the maximizers (issue 10: 1e-12 for the cosine solver)
@@ -62,7 +62,7 @@ def test_gaussian_objective_against_mpmath(alpha, n):
 def test_cosine_log_mgf_against_mpmath(alpha, d):
     log_mgf, minus_alpha, complement = ref.cosine_mgf_parts(d, alpha)
     assert float(at.cosine_log_mgf(alpha, d)) == pytest.approx(float(log_mgf), rel=RTOL_MGF, abs=1e-300)
-    m, c = at.special.cosine_log_mgf_parts(alpha, d)
+    m, c = at.theory.special.cosine_log_mgf_parts(alpha, d)
     assert float(m) == pytest.approx(float(minus_alpha), rel=RTOL_MGF, abs=1e-300)
     assert float(c) == pytest.approx(float(complement), rel=RTOL_MGF)
 
@@ -71,7 +71,7 @@ def test_cosine_log_mgf_against_mpmath(alpha, d):
 def test_cosine_parts_far_beyond_the_documented_range(d, alpha):
     """The maximizer needs the MGF at huge scales (alpha* ~ 1e23 for d = 2, n = 1e12)."""
     _, minus_alpha, complement = ref.cosine_mgf_parts(d, alpha)
-    m, c = at.special.cosine_log_mgf_parts(alpha, d)
+    m, c = at.theory.special.cosine_log_mgf_parts(alpha, d)
     assert float(m) == pytest.approx(float(minus_alpha), rel=RTOL_MGF)
     assert float(c) == pytest.approx(float(complement), rel=RTOL_MGF)
 
@@ -188,8 +188,8 @@ def test_cosine_functions_are_finite_over_the_domain(alpha, d, log_n):
     assert np.isfinite(at.cosine_log_mgf(alpha, d))
     value = float(at.cosine_objective(alpha, np.exp(log_n), d))
     if not np.isfinite(value):
-        minus_1, _ = at.special.cosine_log_mgf_parts(alpha, d)
-        minus_2, _ = at.special.cosine_log_mgf_parts(2 * alpha, d)
+        minus_1, _ = at.theory.special.cosine_log_mgf_parts(alpha, d)
+        minus_2, _ = at.theory.special.cosine_log_mgf_parts(2 * alpha, d)
         assert value == -np.inf and float(minus_2 - 2 * minus_1) - log_n + np.log(max(alpha, 1e-300)) > 709
 
 

@@ -1,4 +1,4 @@
-"""attnscale.softmax against mpmath at high precision, and its invariants."""
+"""attnscale.theory.softmax against mpmath at high precision, and its invariants."""
 
 from __future__ import annotations
 

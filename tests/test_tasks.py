@@ -1,15 +1,15 @@
-"""The retrieval tasks of attnscale.tasks and the model's modes for them (bidirectional, previous token)."""
+"""The retrieval tasks of models.tasks and the model's modes for them (bidirectional, previous token)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from attnscale import corpus, tasks
+from attnscale.models import corpus, tasks
 
 jax = pytest.importorskip("jax")
-from attnscale import lm, lm_train  # noqa: E402
-from attnscale.length_rules import ntk_rope_base, rule_factors  # noqa: E402
+from attnscale.models import lm, lm_train  # noqa: E402
+from attnscale.practice.length_rules import ntk_rope_base, rule_factors  # noqa: E402
 
 VOCAB = tasks.recall_vocabulary(32, 8)
 

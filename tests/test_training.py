@@ -120,9 +120,9 @@ def test_replicas_a_few_at_a_time_give_the_same_bits(monkeypatch, learn_gain):
         optimizer=["adam", "sgd", "adam"],
         learning_rate=[0.01, 0.5, 0.02],
     )
-    monkeypatch.setattr("attnscale.training._CACHE_NUMBERS", 2**40)  # all replicas in one pass
+    monkeypatch.setattr("attnscale.models.training._CACHE_NUMBERS", 2**40)  # all replicas in one pass
     whole = at.train_attention(64, [4, 8, 8], [0.5, 1.0, 2.0], **kwargs)
-    monkeypatch.setattr("attnscale.training._CACHE_NUMBERS", 2 * 4 * 3 * 64)  # two replicas a pass, then one
+    monkeypatch.setattr("attnscale.models.training._CACHE_NUMBERS", 2 * 4 * 3 * 64)  # two replicas, then one
     parts = at.train_attention(64, [4, 8, 8], [0.5, 1.0, 2.0], **kwargs)
     for name in ("losses", "w_query", "w_key", "gain"):
         np.testing.assert_array_equal(getattr(parts, name), getattr(whole, name))
@@ -358,7 +358,7 @@ def test_models_evaluated_in_blocks_see_the_keys_of_one_model(monkeypatch):
     # many models: the weights are held a block of models at a time, and the keys drawn do not change
     result = at.train_attention(16, 4, np.linspace(0.5, 3.0, 7), replicas=2, steps=3, seed=2)
     whole = at.evaluate_attention(result, 64, queries=40, seed=5)
-    monkeypatch.setattr("attnscale.training._EVAL_WEIGHTS", 2 * 64 * 40 * 2)  # two models a block
+    monkeypatch.setattr("attnscale.models.training._EVAL_WEIGHTS", 2 * 64 * 40 * 2)  # two models a block
     blocked = at.evaluate_attention(result, 64, queries=40, seed=5)
     one = at.TrainingResult(
         **{

@@ -80,7 +80,7 @@ CALLS = [
     (at.cosine_objective, dict(alpha=1.0, n=40, d=16), dict(alpha="scale", n="keys", d="dimension")),
     (at.cosine_alpha_star, dict(n=40, d=16), dict(n="keys", d="dimension")),
     (at.cosine_alpha_star_large_d, dict(n=40, d=16), dict(n="keys", d="dimension")),
-    (at.special.cosine_log_mgf_parts, dict(alpha=1.0, d=16), dict(alpha="scale", d="dimension")),
+    (at.theory.special.cosine_log_mgf_parts, dict(alpha=1.0, d=16), dict(alpha="scale", d="dimension")),
     (at.expected_collision, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
     (at.expected_gradient, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
     (at.expected_entropy, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),

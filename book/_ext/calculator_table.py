@@ -32,7 +32,7 @@ the page: it loads from ``file://`` too, and it is one more same-origin
 file, so the page makes no request that leaves it.  Only the page that holds
 the calculator loads it.
 
-The table also carries the calculator's words, ``attnscale.calculator.page_words``
+The table also carries the calculator's words, ``attnscale.practice.calculator.page_words``
 (every row's name and source, and every note, as templates the page fills), so
 the page prints what the package prints without typing it again.
 
@@ -56,7 +56,7 @@ FILE_NAME = "calculator-table.js"
 CHILD_TIMEOUT = 300
 
 
-#: Exact expectations are computed up to this many keys (attnscale.exact).
+#: Exact expectations are computed up to this many keys (attnscale.theory.exact).
 GRADIENT_N_MAX = 1e9
 #: The curve's scales, as multiples of sqrt(2 log n): from a tenth of the
 #: typical-row scale to well past where the gradient has reached its limit.
@@ -107,7 +107,7 @@ def gradient_spline() -> dict:
 #: relative error there is of order alpha^2, under 1e-6.
 ENTROPY_LOW = 1.5e-4
 #: The entropy table's largest scale on the unit score: the exact
-#: expectation's cap for Gaussian scores (``attnscale.recipes._law``).
+#: expectation's cap for Gaussian scores (``attnscale.practice.recipes._law``).
 ENTROPY_CAP = 1e3
 
 
@@ -162,7 +162,7 @@ def entropy_spline() -> dict:
 
 def build_table() -> dict:
     """The splines (Gaussian entropy and gradient) and the words."""
-    from attnscale.calculator import page_words
+    from attnscale.practice.calculator import page_words
 
     return {"gradient": gradient_spline(), "entropy": entropy_spline(), "words": page_words()}
 

@@ -21,7 +21,7 @@ cannot do itself:
 * an ``{only} latex`` block becomes its text and an ``{only} html`` block
   (the recipes page's calculator form) is left out;
 * a numbered table (``{table}`` around a pipe table, or ``{list-table}``,
-  as ``attnscale.formatting`` writes them into cell outputs and glued
+  as ``attnscale.support.formatting`` writes them into cell outputs and glued
   Markdown) becomes a pipe table with its caption in italics above it;
 * other MyST roles become plain text: ``{cite:p}`a,b``` -> "[a, b]",
   ``{ref}`label``` -> "label", ``{eq}`label``` -> "(label)".

@@ -1,9 +1,9 @@
 /* The scale calculator of the recipes page: attnscale.recommend_scale in the
  * reader's browser, with no kernel and no network.
  *
- * recommend(setting, table) mirrors attnscale/calculator.py.  Its words (the rows of attnscale.calculator.RULES in
+ * recommend(setting, table) mirrors attnscale/calculator.py.  Its words (the rows of attnscale.practice.calculator.RULES in
  * order, with their names and sources, and every note) are not typed here: the build writes them from the package
- * into the table (table.words, attnscale.calculator.page_words), and fill() formats their numbers as Python does.
+ * into the table (table.words, attnscale.practice.calculator.page_words), and fill() formats their numbers as Python does.
  * This file keeps the arithmetic.  Closed-form rules are computed here.  What needs the package's solvers comes from the table
  * book/_ext/calculator_table.py writes at build time: the causal Gaussian gradient row (cubic in log n), the
  * cosine gradient row (a bicubic spline), and the exact expected entropy of Gaussian scores (two bicubic
@@ -21,10 +21,10 @@
 (function () {
   "use strict";
 
-  const MAX_KEYS = 1e15; // attnscale.calculator.MAX_KEYS
-  const MAX_D = 1e6; // attnscale.calculator.MAX_D
-  const MAX_ALPHA = 1e6; // attnscale.calculator.MAX_ALPHA
-  const EXACT_MAX_KEYS = 1e9; // attnscale.calculator._EXACT_MAX_KEYS
+  const MAX_KEYS = 1e15; // attnscale.practice.calculator.MAX_KEYS
+  const MAX_D = 1e6; // attnscale.practice.calculator.MAX_D
+  const MAX_ALPHA = 1e6; // attnscale.practice.calculator.MAX_ALPHA
+  const EXACT_MAX_KEYS = 1e9; // attnscale.practice.calculator._EXACT_MAX_KEYS
 
   // The first p significant digits of x > 0, and its decimal exponent, rounded
   // as Python rounds them: to nearest, an exact tie to the even digit (JS's
@@ -73,7 +73,7 @@
     return whole + (f > 0 ? "." + decimals.padEnd(f, "0").slice(0, f) : "");
   }
 
-  // Python's str.format on the package's templates (attnscale.calculator.NOTES and the rows'
+  // Python's str.format on the package's templates (attnscale.practice.calculator.NOTES and the rows'
   // names): {name} or {name:spec}, spec one of g, .Ng, .Nf, .Ne, .N%; strings as they are.
   function fill(template, values) {
     return template.replace(/\{(\w+)(?::([^}]*))?\}/g, (_, key, spec) => {
@@ -197,7 +197,7 @@
   }
 
   // The scale with E[H](alpha, n) = target for Gaussian scores, as
-  // attnscale.recipes._solve_entropy, for 0 < target < log n; null when no
+  // attnscale.practice.recipes._solve_entropy, for 0 < target < log n; null when no
   // scale up to the cap brings the entropy that low.  The entropy falls with
   // alpha, so bisection on log alpha, in the logit (no digits lost near
   // either end); below the table the expansion is solved in closed form.
@@ -220,7 +220,7 @@
 
   // --- exact expectations for cosine scores, by quadrature ---------------
   //
-  // attnscale.exact's route, written again for the page (its module notes,
+  // attnscale.theory.exact's route, written again for the page (its module notes,
   // the book's theorem exact-expectations).  For n i.i.d. scores s and the
   // Gumbel kernel's variable y = e^(alpha s - tau), with one score's
   //   S(tau) = E[1 - e^-y], f(tau) = E[y e^-y], chi(tau) = E[y^2 e^-y],
@@ -239,7 +239,7 @@
   // width ~1/alpha in s) cut by the law's panels, with the mass above the
   // window (where 1 - e^-y = 1) from the law's distribution function.  The
   // outer integral's panels follow its integrand, found from a coarse pass
-  // (as attnscale.exact._adaptive_edges), with more panels next to each end
+  // (as attnscale.theory.exact._adaptive_edges), with more panels next to each end
   // of the support below d = 10, where the density is rough (a non-integer
   // power of theta) and the end's structure, of width ~1 in tau, matters.
 
@@ -258,7 +258,7 @@
   const W_EDGES = [
     -46, -38, -31, -25, -20, -16, -12.5, -9.5, -7, -5, -3.5, -2.4, -1.5, -0.75, 0, 0.6, 1.2, 1.8, 2.5, 3.4, 5,
   ];
-  const COSINE_CAP = 1e4; // the exact expectation's largest scale on the cosine (attnscale.exact)
+  const COSINE_CAP = 1e4; // the exact expectation's largest scale on the cosine (attnscale.theory.exact)
   const [GRADING, RATIO] = [20, 0.5]; // geometric levels of a panel next to a rough end, and their ratio
 
   // theta of a score s = -2 sin^2(theta/2) in [-2, 0], each half from the end it is near
@@ -276,7 +276,7 @@
     const halfWidth = Math.min(Math.PI / 2, 14.5 / Math.sqrt(Math.max(power, 1e-300)));
     const [lo, hi] = [Math.PI / 2 - halfWidth, Math.PI / 2 + halfWidth];
     const full = halfWidth === Math.PI / 2; // the support reaches both ends
-    const rough = d < 10; // below, the ends count as hard (attnscale.exact.cosine_law's rough_ends)
+    const rough = d < 10; // below, the ends count as hard (attnscale.theory.exact.cosine_law's rough_ends)
     const graded = rough && d !== Math.round(d); // sin^(d-2) not smooth at the ends
     const panels = full ? 48 : 40;
     const width = (hi - lo) / panels;
@@ -350,7 +350,7 @@
     return law;
   }
 
-  // The inner expectations S, f, chi, eta at one tau (attnscale.exact._inner), on the rule that
+  // The inner expectations S, f, chi, eta at one tau (attnscale.theory.exact._inner), on the rule that
   // quadratureRule prepares for (law, alpha), into out.  Plain loops: this is where the time goes.
   function innerCosine(rule, tau, out) {
     const { law, alpha } = rule;
@@ -368,7 +368,7 @@
       else if (top < -rule.margin && bottom > -2 + rule.margin) {
         // a window inside the support (for a law with rough ends, at least its
         // own width from either end): nodes fixed in w, so the kernels are the
-        // same at every tau (attnscale.exact._inner_fixed_kernel), times the
+        // same at every tau (attnscale.theory.exact._inner_fixed_kernel), times the
         // density of s there, sin^(d-3)(theta) / B with sin^2 = -s (2 + s)
         const half = 0.5 * (law.d - 3);
         return fixedKernelSums(rule, tau, S, out, (v) => {
@@ -409,7 +409,7 @@
   }
 
   // The inner sums at one tau over quadrature nodes u = alpha s with weights (density x quadrature),
-  // S added to S0 (attnscale.exact._inner_general): with y = e^(u - tau), S sums weight (1 - e^-y),
+  // S added to S0 (attnscale.theory.exact._inner_general): with y = e^(u - tau), S sums weight (1 - e^-y),
   // f weight y e^-y, chi weight y^2 e^-y and eta weight y e^-y (u - tau + gamma), into out.  expU,
   // if given, holds e^u at the nodes: where e^(u - tau) = e^u e^-tau neither overflows nor
   // underflows, one exponential a node fewer.  1 - e^-y is taken as -expm1(-y) below y = small
@@ -435,7 +435,7 @@
     return out;
   }
 
-  // The same sums on the fixed-window rule (attnscale.exact._inner_fixed_kernel): the kernels k at
+  // The same sums on the fixed-window rule (attnscale.theory.exact._inner_fixed_kernel): the kernels k at
   // the nodes w of rule are the same at every tau, times densityAt(tau + w) (the density of s there);
   // S added to S0.
   function fixedKernelSums(rule, tau, S0, out, densityAt) {
@@ -531,7 +531,7 @@
     return { law, alpha, margin, w: Float64Array.from(w), k: Float64Array.from(k) };
   }
 
-  // attnscale.exact._adaptive_edges: outer panels where exp(logv) lives.
+  // attnscale.theory.exact._adaptive_edges: outer panels where exp(logv) lives.
   function adaptiveEdges(x, logv, drop = 32, step = 4, perPeak = 2) {
     const top = Math.max(...logv);
     let [first, last] = [-1, -1];
@@ -566,12 +566,12 @@
   const log1pPower = (S, power) => (power === 0 ? 0 : power * Math.log1p(-Math.min(S, 1)));
 
   // E[H] ("entropy") or E[alpha (1 - sum p^2)] ("gradient") for n cosine
-  // scores in dimension d, scale alpha on the cosine (attnscale.exact's
+  // scores in dimension d, scale alpha on the cosine (attnscale.theory.exact's
   // expected_entropy and expected_gradient with scores="cosine").
   function cosineExpectation(alpha, n, d, what, fast = false) {
     if (alpha === 0) return what === "entropy" ? Math.log(n) : 0;
     const law = cosineLaw(d);
-    // tau's range (attnscale.exact._tau_range)
+    // tau's range (attnscale.theory.exact._tau_range)
     const upper = alpha * law.topScore(1e-26 / n) + Math.log(n) + 64;
     const delta = n > 2 ? -Math.expm1(-80 / (n - 2)) : 1;
     const lowS = delta < 0.5 ? law.topScore(2 * delta) : -2 * Math.sin(0.5 * law.hi) ** 2;
@@ -600,7 +600,7 @@
     return panelSum(edges, inner, alpha, n, what);
   }
 
-  // The route both laws share (attnscale.exact): the integrand's log on a coarse grid of tau, which
+  // The route both laws share (attnscale.theory.exact): the integrand's log on a coarse grid of tau, which
   // places the panels, then 8-point Gauss-Legendre on each panel.  inner(tau, q) fills q's f, S, chi and
   // eta at tau (the law's kernel sums).
   function coarseLogs(coarse, inner, n, what) {
@@ -634,7 +634,7 @@
 
   // --- exact expectations for Gaussian scores, by quadrature -------------
   //
-  // attnscale.exact's route for its normal law, written again for the page as for cosines above: the
+  // attnscale.theory.exact's route for its normal law, written again for the page as for cosines above: the
   // law's 29 panels on [-14.5, 14.5] below a scale of 1.1, else the kernel's window in w = alpha s - tau
   // (each of its panels cut to the law's width, 1) times the normal density, and the mass above the
   // window from the normal survival function (0 beyond the law's 14.5, as the package's).  The printed
@@ -700,7 +700,7 @@
     }
     return -x;
   }
-  const NORMAL_EDGE = 14.5; // the law's range, [-14.5, 14.5] (attnscale.exact._GAUSSIAN)
+  const NORMAL_EDGE = 14.5; // the law's range, [-14.5, 14.5] (attnscale.theory.exact._GAUSSIAN)
   const LOG_ROOT_2PI = 0.5 * Math.log(2 * Math.PI);
   // the normal law's own panels: nodes and weights (density x quadrature weight)
   const NORMAL_PANELS = (() => {
@@ -718,7 +718,7 @@
   })();
   // room for the nodes u = alpha z of the normal law's panels at one scale
   const NORMAL_U = new Float64Array(NORMAL_PANELS.z.length);
-  // attnscale.exact._make_window_edges and _fixed_kernels for the normal law (panel width 1): the nodes in
+  // attnscale.theory.exact._make_window_edges and _fixed_kernels for the normal law (panel width 1): the nodes in
   // w and the four kernels times their weights; null below a scale of 1.1 (the law's panels instead)
   function normalRule(alpha) {
     if (1.1 / alpha > 1) return null;
@@ -741,7 +741,7 @@
     }
     return { w: Float64Array.from(w), k: Float64Array.from(k) };
   }
-  // S, f, chi, eta at one tau (attnscale.exact._inner for the normal law), into out
+  // S, f, chi, eta at one tau (attnscale.theory.exact._inner for the normal law), into out
   function innerNormal(alpha, rule, tau, out) {
     if (rule) {
       const inverse = 1 / alpha;
@@ -775,7 +775,7 @@
     const edges = fast ? adaptiveEdges(coarse, logv, 32, 8, 1) : adaptiveEdges(coarse, logv);
     return panelSum(edges, inner, alpha, n, what);
   }
-  // attnscale.recipes._expected_entropy for Gaussian scores, remembered for the last few hundred calls
+  // attnscale.practice.recipes._expected_entropy for Gaussian scores, remembered for the last few hundred calls
   const normalCache = new Map();
   function normalEntropy(alpha, n, fast = false) {
     const key = `${alpha} ${n} ${fast}`;
@@ -823,7 +823,7 @@
     return n * (n - 1) * (upper + lower);
   }
 
-  // attnscale.recipes._expected_entropy for cosine scores: E[H] at the
+  // attnscale.practice.recipes._expected_entropy for cosine scores: E[H] at the
   // unit-score scale alpha (alpha sqrt(d) on the cosine); fast: the coarser
   // outer panels (cosineExpectation).  Remembered for the last few hundred
   // calls (typing repeats them).
@@ -838,7 +838,7 @@
   }
 
   // The unit-score scale alpha with E[H](alpha, n) = target for cosine
-  // scores (attnscale.recipes._solve_entropy), 0 < target < log n, from a
+  // scores (attnscale.practice.recipes._solve_entropy), 0 < target < log n, from a
   // first guess: {alpha}; {none} when no scale up to the cap brings the
   // entropy that low; {close} when the entropy at the cap is within the
   // quadrature's error of the target.  On the logit of E[H]/log n against
@@ -857,7 +857,7 @@
     const entropy = (alpha, fast) => cosineEntropy(alpha, n, d, fast);
     return solveByQuadrature(target, n, entropy, Math.log(COSINE_CAP / Math.sqrt(d)), guess);
   }
-  // the same for Gaussian scores, up to the package's cap of 1e3 (attnscale.recipes._law)
+  // the same for Gaussian scores, up to the package's cap of 1e3 (attnscale.practice.recipes._law)
   const NORMAL_CAP = 1e3;
   function solveNormalEntropy(target, n, guess) {
     const entropy = (alpha, fast) => normalEntropy(alpha, n, fast);
@@ -928,10 +928,10 @@
 
   // --- the causal cosine gradient: attnscale.best_causal_scale(L, d), its mathematics ported -------
   // The cosine's log moment generating function L(alpha) = log 0F1(; d/2; alpha^2/4) as
-  // attnscale.special computes it: the 0F1 series for alpha^2/4 <= max(nu + 1, 2500), else the uniform
+  // attnscale.theory.special computes it: the 0F1 series for alpha^2/4 <= max(nu + 1, 2500), else the uniform
   // (Debye) expansion of I_nu (DLMF 10.41.3, seven terms), nu = d/2 - 1.  cosineParts returns
   // [L, M = L - alpha, c = 1 - L', v = L'', m = L'], each formed without cancellation.
-  // Debye polynomials u_k(t) of DLMF 10.41.10: [denominator, [power, numerator] ...] (attnscale.special._DEBYE)
+  // Debye polynomials u_k(t) of DLMF 10.41.10: [denominator, [power, numerator] ...] (attnscale.theory.special._DEBYE)
   const DEBYE = [
     [24, [[1, 3], [3, -5]]],
     [1152, [[2, 81], [4, -462], [6, 385]]],
@@ -1072,7 +1072,7 @@
     return cosineObjective(star, cosineRatio(nu, star).logRatio, n);
   };
 
-  // attnscale.decoder._Shares for cosine scores: the clipped sum over positions n = 2 .. L of the share
+  // attnscale.theory.decoder._Shares for cosine scores: the clipped sum over positions n = 2 .. L of the share
   // rho(alpha, n) = f(alpha, n) / f(alpha*(n), n).  Positions up to 1024 term by term; beyond, the
   // integral in u = log x on Gauss-Legendre panels (12 nodes, width 0.5) from the first position whose
   // share is positive, with the first Euler-Maclaurin correction from central differences.
@@ -1273,13 +1273,13 @@
     return `${name}: ${why}; see the CLI: python -m attnscale scale ${args}`;
   }
 
-  // --- the rules, one small function each, as in attnscale.calculator------
+  // --- the rules, one small function each, as in attnscale.practice.calculator------
   // Each returns {unit} (a scale on the unit-variance score) or {cli: true}
   // or no unit, and its notes.
 
-  // A note of the package (attnscale.calculator.NOTES, written into the table by the build).
+  // A note of the package (attnscale.practice.calculator.NOTES, written into the table by the build).
   const say = (table, key, values = {}) => fill(table.words.notes[key], values);
-  // the package's causal note (attnscale.calculator._gradient)
+  // the package's causal note (attnscale.practice.calculator._gradient)
   const causalNote = (table, nRef, share, n) => say(table, "causal", { n_ref: nRef, share, n: roundHalfEven(n) });
 
   function gradient(s, table) {
@@ -1328,13 +1328,13 @@
     return { unit: Math.sqrt(meanField), notes: s.a * s.a >= 2 * Math.log(s.L) ? [say(table, "sqrt frozen")] : [] };
   }
 
-  // attnscale.calculator._exact_match: the package's two range checks, then
+  // attnscale.practice.calculator._exact_match: the package's two range checks, then
   // its solver, on the exact expectation by quadrature (quadratureExactMatch).
   function exactMatch(s, table, name) {
     if (Math.max(s.n, s.L) > EXACT_MAX_KEYS) {
       return { notes: [say(table, "exact range", { name, top: EXACT_MAX_KEYS })] };
     }
-    // attnscale.recipes._law: the factor from the unit score to the law's scale, and the law's cap
+    // attnscale.practice.recipes._law: the factor from the unit score to the law's scale, and the law's cap
     const [toLaw, cap] = s.scores === "dot" ? [1, NORMAL_CAP] : [Math.sqrt(s.d), COSINE_CAP];
     if (s.a * toLaw > cap) {
       return { notes: [say(table, "exact alpha", { name, alpha: s.a, top: cap / toLaw, law: lawOf(s) })] };
@@ -1384,10 +1384,10 @@
   // alpha_L from a measured entropy: the quadrature's relative error bound (the tests' QUADRATURE)
   const ALPHA_ERROR = 1e-6;
 
-  // Each row's arithmetic, by the key of its rule in attnscale.calculator.RULES (whose order, names
+  // Each row's arithmetic, by the key of its rule in attnscale.practice.calculator.RULES (whose order, names
   // and sources the page reads from table.words.rules): when it belongs to the setting, and the rule.
   const lawOf = (s) => (s.scores === "dot" ? "gaussian" : "cosine");
-  // attnscale.calculator._variant and _fill: a template, or templates by variant; fields L and law
+  // attnscale.practice.calculator._variant and _fill: a template, or templates by variant; fields L and law
   const variant = (s) => s.scores + (s.causal ? " causal" : "");
   const words = (w, s) => fill(typeof w === "string" ? w : w[variant(s)], { L: s.L ?? "None", law: lawOf(s) });
   const always = () => true;
@@ -1424,7 +1424,7 @@
     exact: [withL, exactMatch],
   };
 
-  // The package's input error (attnscale.calculator.ERRORS), for the form's field it names.
+  // The package's input error (attnscale.practice.calculator.ERRORS), for the form's field it names.
   function inputError(table, field, key, values = {}) {
     // "page": the page's own message (values.text), for what only the page cannot decide
     const error = new Error(key === "page" ? values.text : fill(table.words.errors[key], values));
@@ -1432,7 +1432,7 @@
     return error;
   }
 
-  // What a field holds as the command line reads it (attnscale.calculator.read_number): a decimal with an
+  // What a field holds as the command line reads it (attnscale.practice.calculator.read_number): a decimal with an
   // optional exponent, or the package's words; empty is "not given" for the optional fields.
   function readNumber(table, text, name, optional) {
     const typed = String(text ?? "");
@@ -1441,7 +1441,7 @@
     return Number(typed);
   }
 
-  // attnscale.calculator._number: finite, and in [lo, hi] (lo = 0: above 0), in the package's words.
+  // attnscale.practice.calculator._number: finite, and in [lo, hi] (lo = 0: above 0), in the package's words.
   function checkNumber(table, x, name, lo, hi, what = "") {
     if (x === null) return null;
     if (!Number.isFinite(x)) throw inputError(table, name, "finite", { name, value: x > 0 ? "inf" : "-inf" });
@@ -1480,7 +1480,7 @@
     return out.alpha;
   }
 
-  // attnscale.calculator._table_words: the title, the two lines saying what the numbers are, the columns and
+  // attnscale.practice.calculator._table_words: the title, the two lines saying what the numbers are, the columns and
   // the headings
   function tableWords(s, answer, table) {
     const T = table.words.table;
@@ -1502,7 +1502,7 @@
     return out;
   }
 
-  // attnscale.calculator._caveat: what the length answer's evidence did not test in this setting
+  // attnscale.practice.calculator._caveat: what the length answer's evidence did not test in this setting
   function caveatWords(answer, s, table) {
     if (answer !== "length") return "";
     const T = table.words.table;
@@ -1513,10 +1513,10 @@
     return items.length ? fill(T.caveat, { items: items.join(", ") }) : "";
   }
 
-  // attnscale.calculator.Recommendation.cells: each row's two numbers as the table prints them (a row the page
+  // attnscale.practice.calculator.Recommendation.cells: each row's two numbers as the table prints them (a row the page
   // leaves to the command line has none)
   function cells(result, table) {
-    const fixed = (x) => (x < 1e3 ? fmtF(x, 3) : fmtE(x, 1)); // attnscale.calculator._fixed
+    const fixed = (x) => (x < 1e3 ? fmtF(x, 3) : fmtE(x, 1)); // attnscale.practice.calculator._fixed
     return result.entries.map((e) => {
       if (e.cli) return null;
       let first;
@@ -1526,7 +1526,7 @@
     });
   }
 
-  // attnscale.calculator._how: how to use the marked row, from the book's answer (in a decoder its causal
+  // attnscale.practice.calculator._how: how to use the marked row, from the book's answer (in a decoder its causal
   // words where it has them), its factor and raw scale filled in
   function howWords(answer, entries, s, table) {
     const how = table.words.answers.how;
@@ -1547,7 +1547,7 @@
     });
   }
 
-  // attnscale.calculator._ntk_words: RoPE's base stretched for n keys, (n/L)^(d/(d-2)), with its number
+  // attnscale.practice.calculator._ntk_words: RoPE's base stretched for n keys, (n/L)^(d/(d-2)), with its number
   // where it prints (d > 2, no overflow), as the package decides
   function ntkWords(s, table) {
     if (s.L === null) return "";
@@ -1563,7 +1563,7 @@
   // (field: the form's name of the input the message is about).
   function recommend(input, table) {
     let s;
-    // attnscale.__main__ and attnscale.calculator.recommend_scale, in their order: every field read
+    // attnscale.__main__ and attnscale.practice.calculator.recommend_scale, in their order: every field read
     // (the command line parses its arguments first), then each checked, then the measurement
     try {
       const typed = {
@@ -1597,7 +1597,7 @@
     }
     s.a ??= s.headScale ?? 1;
     s.measured = s.headScale !== null || s.headEntropy !== null;
-    // attnscale.advice.calculator_answer: the answer of the book that applies, whose rows are marked
+    // attnscale.practice.advice.calculator_answer: the answer of the book that applies, whose rows are marked
     let answer = s.scores === "cosine" ? "cosine" : s.causal ? "decoder" : "dot";
     if (s.L !== null && s.n > s.L) answer = "length";
     if (s.contrastive) answer = "contrastive";
@@ -1644,7 +1644,7 @@
         if (Number.isFinite(out.unit) && out.unit > 0 && Number.isFinite(raw) && raw > 0) {
           // with a training length, a length rule's factor on the trained logits, exactly (the standard
           // scale's 1), or its scale over alpha_L; a rule that sets the scale itself has none
-          // (attnscale.calculator._run)
+          // (attnscale.practice.calculator._run)
           let factor = null;
           if (s.L !== null) factor = out.factor ?? (rule.absolute ? null : out.unit / s.a);
           const absolute = rule.absolute && factor === null;
@@ -1975,13 +1975,13 @@
       }
     }
     if (result.error) return result.error;
-    // the table as the command line prints it (attnscale.calculator.Recommendation.table): the same
+    // the table as the command line prints it (attnscale.practice.calculator.Recommendation.table): the same
     // title, lines, columns, group headings, rows and digits
     const W = result.words;
     const printed = cells(result, table);
     const body = [];
     let group = null;
-    // the words on how to use the marked row, under it (attnscale.calculator.Recommendation.table)
+    // the words on how to use the marked row, under it (attnscale.practice.calculator.Recommendation.table)
     const how = () =>
       el("tr", [el("td", [el("div", result.how, { class: "calc-wrap-text" })], { colspan: "4" })], {
         class: "calc-how calc-recommended",
@@ -2061,7 +2061,7 @@
       form.querySelector(".calc-message").textContent = "The calculator's table did not load; use the CLI.";
       return;
     }
-    // what the measurements mean, in the command line's words (attnscale.calculator.FIELDS)
+    // what the measurements mean, in the command line's words (attnscale.practice.calculator.FIELDS)
     for (const [name, words] of Object.entries(table.words.fields)) {
       const note = form.querySelector(`.calc-field-note[data-field="${name}"]`);
       if (note) note.textContent = words;

@@ -6,73 +6,20 @@ names in its docstring the equation of the book it implements.
 """
 
 from ._version import __version__ as __version__
-from .advice import LENGTH_VERDICT, Answer, answers
-from .calculator import Recommendation, ScaleEntry, recommend_scale
-from .checks import CheckCannotDiscriminate, CheckFailed, check_close, check_holds, check_true
-from .cosine import (
-    cosine_alpha_star,
-    cosine_alpha_star_large_d,
-    cosine_density,
-    cosine_log_mgf,
-    cosine_objective,
+from .models.training import (
+    TrainingResult,
+    TunedTraining,
+    attention_loss_and_gradients,
+    attention_scores,
+    evaluate_attention,
+    init_projections,
+    retrieval_batch,
+    train_at_best_rate,
+    train_attention,
 )
-from .decoder import best_causal_scale, gradient_fraction
-from .deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments, log_growth_law
-from .diagnose import (
-    LawDiagnosis,
-    accumulation_scale,
-    diagnose_law,
-    iid_critical_scale,
-    planted_length_factor,
-)
-from .entropy import (
-    entropy_invariant_scale,
-    entropy_matching_scale,
-    gaussian_meanfield_entropy,
-    softmax_entropy,
-    spike_over_bulk_entropy,
-)
-from .exact import (
-    ScoreLaw,
-    cosine_law,
-    expected_collision,
-    expected_entropy,
-    expected_gradient,
-    expected_max_weight,
-    gaussian_law,
-    gradient_limit,
-)
-from .formatting import format_interval, format_number, format_uncertain
-from .gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
-from .initialization import (
-    activation_second_moment,
-    he_std,
-    selu_constants,
-    truncated_normal_std,
-    uniform_bound,
-    xavier_std,
-)
-from .intervals import (
-    crossed_components,
-    crossed_contrast,
-    crossed_interval,
-    median_interval,
-    paired_difference,
-    seed_interval,
-    welch_tolerance,
-)
-from .length_rules import LengthFactorFit, fit_length_factor
-from .montecarlo import (
-    TypicalRowScales,
-    conditional_mean_log_scale,
-    conditional_objective,
-    sample_cosine_scores,
-    sample_gaussian_scores,
-    sampled_objective,
-    typical_row_scales,
-)
-from .plotting import use_book_style
-from .recipes import (
+from .practice.advice import LENGTH_VERDICT, Answer, answers
+from .practice.calculator import Recommendation, ScaleEntry, recommend_scale
+from .practice.recipes import (
     ADAPTIVE_TEMPERATURE_POLY,
     adaptive_temperature,
     critical_scale,
@@ -88,7 +35,71 @@ from .recipes import (
     yarn_mscale,
     yarn_scale,
 )
-from .softmax import (
+from .support.checks import CheckCannotDiscriminate, CheckFailed, check_close, check_holds, check_true
+from .support.factor_fit import LengthFactorFit, fit_length_factor
+from .support.formatting import format_interval, format_number, format_uncertain
+from .support.intervals import (
+    crossed_components,
+    crossed_contrast,
+    crossed_interval,
+    median_interval,
+    paired_difference,
+    seed_interval,
+    welch_tolerance,
+)
+from .support.plotting import use_book_style
+from .theory.cosine import (
+    cosine_alpha_star,
+    cosine_alpha_star_large_d,
+    cosine_density,
+    cosine_log_mgf,
+    cosine_objective,
+)
+from .theory.decoder import best_causal_scale, gradient_fraction
+from .theory.deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments, log_growth_law
+from .theory.diagnose import (
+    LawDiagnosis,
+    accumulation_scale,
+    diagnose_law,
+    iid_critical_scale,
+    planted_length_factor,
+)
+from .theory.entropy import (
+    entropy_invariant_scale,
+    entropy_matching_scale,
+    gaussian_meanfield_entropy,
+    softmax_entropy,
+    spike_over_bulk_entropy,
+)
+from .theory.exact import (
+    ScoreLaw,
+    cosine_law,
+    expected_collision,
+    expected_entropy,
+    expected_gradient,
+    expected_max_weight,
+    gaussian_law,
+    gradient_limit,
+)
+from .theory.gaussian import gaussian_alpha_star, gaussian_log_mgf, gaussian_objective
+from .theory.initialization import (
+    activation_second_moment,
+    he_std,
+    selu_constants,
+    truncated_normal_std,
+    uniform_bound,
+    xavier_std,
+)
+from .theory.montecarlo import (
+    TypicalRowScales,
+    conditional_mean_log_scale,
+    conditional_objective,
+    sample_cosine_scores,
+    sample_gaussian_scores,
+    sampled_objective,
+    typical_row_scales,
+)
+from .theory.softmax import (
     collision_probability,
     gradient_frobenius,
     gradient_l1,
@@ -98,18 +109,7 @@ from .softmax import (
     softmax,
     softmax_jacobian,
 )
-from .training import (
-    TrainingResult,
-    TunedTraining,
-    attention_loss_and_gradients,
-    attention_scores,
-    evaluate_attention,
-    init_projections,
-    retrieval_batch,
-    train_at_best_rate,
-    train_attention,
-)
-from .transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retrieval_task
+from .theory.transfer import ATTENTIONS, fit_attention_parameter, retrieval_error, retrieval_task
 
 __all__ = [
     "ADAPTIVE_TEMPERATURE_POLY",

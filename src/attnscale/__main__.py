@@ -7,7 +7,7 @@ saying which default it assumes when not).  A rule that cannot answer for
 the setting prints a note instead of a row.  Bad arguments give a one-line
 error on stderr and exit status 2; anything unexpected gives one line and
 status 1; never a traceback.  Numbers are read as the page's form reads
-them (``attnscale.calculator.read_number``: decimals with an optional
+them (``attnscale.practice.calculator.read_number``: decimals with an optional
 exponent), and their errors are the calculator's words, the same on the
 page.  Domain: ``2 <= d <= 1e6``, ``2 <= n, L <= 1e15`` (see
 ``attnscale.recommend_scale``).
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .calculator import FIELDS, read_number, recommend_scale
+from .practice.calculator import FIELDS, read_number, recommend_scale
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     scale.add_argument("--train-length", default=None, help="training length, for length rules")
     # one or the other; recommend_scale says so in the words the page uses, and these are its notes
-    # under the form's fields (attnscale.calculator.FIELDS)
+    # under the form's fields (attnscale.practice.calculator.FIELDS)
     scale.add_argument("--head-entropy", default=None, help=FIELDS["head_entropy"])
     scale.add_argument("--head-scale", default=None, help=FIELDS["head_scale"])
     return parser

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from . import _validate
+from ..support import _validate
 from .cosine import _log_ratio_and_slope, cosine_alpha_star, cosine_objective
 from .gaussian import gaussian_alpha_star, gaussian_objective
 

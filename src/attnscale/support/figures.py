@@ -106,7 +106,7 @@ def entropy_rules_figure(lengths, exact, sampled, probe, titles, train_length):
     text at the book's sizes).  In each panel, one line per rule (the exact
     :math:`\mathbb E\,H`) and, in the same colour, the Monte Carlo means with
     two standard errors at the probed lengths, with the rule's marker
-    (``attnscale.plotting.MARKERS``); a grey vertical line at the training
+    (``attnscale.support.plotting.MARKERS``); a grey vertical line at the training
     length.  One legend, under the panels, names the rules by colour and
     marker.
 

@@ -1,7 +1,7 @@
 r"""The scale calculator: every rule of chapter *Recipes* applied to one setting.
 
 ``recommend_scale`` (also ``python -m attnscale scale``) applies the
-published rules of ``attnscale.recipes`` and the book's criteria to one
+published rules of ``attnscale.practice.recipes`` and the book's criteria to one
 setting, starting from the head's scale at the training length: measured
 (its mean attention entropy, or its scale) or, without a measurement, the
 stated default :math:`\alpha_L = 1`.  Its rows are the table ``RULES``: one
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..theory.cosine import cosine_alpha_star
+from ..theory.decoder import best_causal_scale
+from ..theory.gaussian import gaussian_alpha_star
 from . import advice
-from .cosine import cosine_alpha_star
-from .decoder import best_causal_scale
-from .gaussian import gaussian_alpha_star
 from .recipes import (
     _OUT_OF_REACH,
     _expected_entropy,
@@ -133,12 +133,12 @@ class Recommendation:
         The assumptions made, and every rule that does not apply, in words.
     answer : str
         The key of the answer of ``attnscale.answers`` that applies here
-        (``attnscale.advice.calculator_answer``); its rows have ``group == "answer"``.
+        (``attnscale.practice.advice.calculator_answer``); its rows have ``group == "answer"``.
     measured : bool
         Whether ``alpha_train`` was measured.
     how : str
         How to use the marked row(s), in plain words, from the book's answer
-        (``attnscale.advice.CALCULATOR_HOW``; with RoPE past :math:`L`, extend
+        (``attnscale.practice.advice.CALCULATOR_HOW``; with RoPE past :math:`L`, extend
         the rotary frequencies first); empty when the row says it all.
     contrastive : bool
         Whether the setting is a contrastive loss over ``n`` candidates (its
@@ -790,7 +790,7 @@ def page_words() -> dict:
         ``errors``, ``syntax``, ``fields``: ``TABLE``, ``GROUPS``, ``ERRORS``,
         ``NUMBER_SYNTAX``, ``FIELDS``; ``answers``: which rows state which of
         the book's answers, how sure it is and how to use them
-        (``attnscale.advice``).
+        (``attnscale.practice.advice``).
     """
     rules = [
         {"key": r.key, "name": r.criterion, "source": r.source, "kind": r.kind, "absolute": r.absolute}
@@ -863,10 +863,10 @@ def recommend_scale(
     scale's 1; any other row's scale divided by :math:`\alpha_L`; none for
     a rule that sets the scale itself).  The row or rows that
     :func:`attnscale.answers` recommends for the setting
-    (``attnscale.advice.calculator_answer``) come first, marked
+    (``attnscale.practice.advice.calculator_answer``) come first, marked
     ``group="answer"``; then the published rules; then the book's criteria.
 
-    The rows are the table ``attnscale.calculator.RULES``: each rule is a small
+    The rows are the table ``attnscale.practice.calculator.RULES``: each rule is a small
     function of the setting that returns a scale or a note, run on its own,
     so a rule that cannot give a number here (outside its range, or failing
     for any reason) adds a note and the others still print.  No entry is
@@ -1019,7 +1019,7 @@ def _ntk_words(d, n, train_length) -> str:
     """RoPE's base stretched for n keys, in words (``advice.CALCULATOR_NTK``), or "" without L.
 
     The factor on the base is :math:`(n/L)^{d/(d-2)}`
-    (:func:`attnscale.length_rules.ntk_rope_base`); its number is printed
+    (:func:`attnscale.practice.length_rules.ntk_rope_base`); its number is printed
     for ``d > 2`` where ``exp`` of its logarithm does not overflow (the page
     decides the same way).
     """

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import count as _count
-from ._validate import seed as _seed
+from ..support._validate import count as _count
+from ..support._validate import seed as _seed
 
 __all__ = [
     "NEEDLE_DIGITS",
@@ -68,7 +68,7 @@ def step_seed(seed: int, step: int) -> int:
 
     Examples
     --------
-    >>> from attnscale.tasks import step_seed
+    >>> from attnscale.models.tasks import step_seed
     >>> step_seed(0, 5), step_seed(1, 0)
     (1000008, 2000006)
     """
@@ -142,7 +142,7 @@ def recall_vocabulary(n_keys: int = 1024, n_values: int = 64) -> RecallVocabular
     --------
     Keys 1..4, values 5..7, the mask 8, and ``bos`` 0:
 
-    >>> from attnscale.tasks import recall_vocabulary
+    >>> from attnscale.models.tasks import recall_vocabulary
     >>> vocabulary = recall_vocabulary(4, 3)
     >>> vocabulary.first_value, vocabulary.mask, vocabulary.size
     (5, 8, 9)
@@ -188,7 +188,7 @@ def associative_recall(
 
     Examples
     --------
-    >>> from attnscale.tasks import associative_recall, recall_vocabulary
+    >>> from attnscale.models.tasks import associative_recall, recall_vocabulary
     >>> batch = associative_recall(8, count=1, seed=0, vocabulary=recall_vocabulary(4, 3))
     >>> batch.inputs.shape, int(batch.weights.sum())
     ((1, 8), 2)
@@ -258,7 +258,7 @@ def masked_text(
     Parameters
     ----------
     text : numpy.ndarray
-        ``uint8`` bytes (:func:`attnscale.corpus.sympy_corpus`).
+        ``uint8`` bytes (:func:`attnscale.models.corpus.sympy_corpus`).
     length, count, seed : int
         Bytes per window, windows, and the seed of the windows' starts and
         of which positions are masked (``round(rate * length)`` of them,
@@ -278,7 +278,7 @@ def masked_text(
     Windows of 20 bytes, ``round(0.15 * 20) = 3`` of them masked in each:
 
     >>> import numpy as np
-    >>> from attnscale.tasks import masked_text
+    >>> from attnscale.models.tasks import masked_text
     >>> text = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 4, dtype=np.uint8)
     >>> batch = masked_text(text, 20, count=2, seed=0)
     >>> batch.inputs.shape, batch.weights.sum(axis=1).tolist()
@@ -337,7 +337,7 @@ def needle_in_text(text, length: int, count: int, seed: int, *, depth=None) -> T
     Four scored digits per window (``describe_needle`` prints one):
 
     >>> import numpy as np
-    >>> from attnscale.tasks import needle_in_text
+    >>> from attnscale.models.tasks import needle_in_text
     >>> text = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 4, dtype=np.uint8)
     >>> batch = needle_in_text(text, 40, count=3, seed=0)
     >>> batch.inputs.shape, batch.weights.sum(axis=1).tolist(), batch.chance
@@ -399,7 +399,7 @@ def describe_needle(batch: TaskBatch, example: int = 0) -> str:
     Examples
     --------
     >>> import numpy as np
-    >>> from attnscale.tasks import describe_needle, needle_in_text
+    >>> from attnscale.models.tasks import describe_needle, needle_in_text
     >>> text = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 4, dtype=np.uint8)
     >>> print(describe_needle(needle_in_text(text, 40, count=1, seed=2, depth=0.5)))
     the quick
@@ -441,7 +441,7 @@ def describe_recall(batch: TaskBatch, vocabulary: RecallVocabulary, example: int
     --------
     Two pairs, then the two keys asked again, each followed by its value:
 
-    >>> from attnscale.tasks import associative_recall, describe_recall, recall_vocabulary
+    >>> from attnscale.models.tasks import associative_recall, describe_recall, recall_vocabulary
     >>> vocabulary = recall_vocabulary(4, 3)
     >>> batch = associative_recall(8, count=1, seed=0, vocabulary=vocabulary)
     >>> describe_recall(batch, vocabulary)

@@ -17,7 +17,7 @@ the release it was checked against.
 
 ``head_scale_from_entropy`` and ``entropy_matched_scale`` solve the exact
 expected entropy for a scale.  The calculator that applies every rule to
-one setting, ``recommend_scale``, is ``attnscale.calculator``.
+one setting, ``recommend_scale``, is ``attnscale.practice.calculator``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
-from . import _validate
-from .exact import expected_entropy
+from ..support import _validate
+from ..theory.exact import expected_entropy
 
 __all__ = [
     "ADAPTIVE_TEMPERATURE_POLY",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate
+from ..support import _validate
 
 __all__ = [
     "collision_probability",

@@ -34,12 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate
-from .cosine import cosine_alpha_star
-from .decoder import gradient_fraction
-from .formatting import format_number
-from .gaussian import gaussian_alpha_star
-from .training import TUNED_D, TUNED_LENGTHS, TUNED_MARGIN
+from ..models.training import TUNED_D, TUNED_LENGTHS, TUNED_MARGIN
+from ..support import _validate
+from ..support.formatting import format_number
+from ..theory.cosine import cosine_alpha_star
+from ..theory.decoder import gradient_fraction
+from ..theory.gaussian import gaussian_alpha_star
 
 __all__ = [
     "CALCULATOR_HOW",
@@ -90,7 +90,7 @@ LENGTH_TESTED_RATIO = 16
 #: How sure the book is of each answer: high, medium or low (the reasons are in ``answers``).
 CONFIDENCE = {"dot": "high", "cosine": "low", "contrastive": "low", "decoder": "medium", "length": "medium"}
 
-#: The rows of the scale calculator (keys of ``attnscale.calculator.RULES``) that state each answer.
+#: The rows of the scale calculator (keys of ``attnscale.practice.calculator.RULES``) that state each answer.
 #: (A contrastive loss is the calculator's ``contrastive`` switch: its answer is the gradient row.)
 CALCULATOR_ROWS = {
     "dot": ("standard",),
@@ -143,7 +143,7 @@ CALCULATOR_HOW = {
     ),
 }
 
-#: The RoPE base the book stretched past L (``attnscale.length_rules.ntk_rope_base``), in words: with
+#: The RoPE base the book stretched past L (``attnscale.practice.length_rules.ntk_rope_base``), in words: with
 #: its number when it prints (head dimension above 2, no overflow), else the formula alone.
 CALCULATOR_NTK = {
     "value": "RoPE's base times (n/L)^(d/(d-2)) = {value:.4g} here, with all d = {d:g} dimensions "

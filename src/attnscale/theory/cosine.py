@@ -8,7 +8,7 @@ directions in :math:`\mathbb R^d`, with density
 
 and moment generating function
 :math:`g_d(\alpha) = {}_0F_1(;\tfrac d2;\tfrac{\alpha^2}{4})` (see
-:mod:`attnscale.special`).  The mean-field gradient objective is
+:mod:`attnscale.theory.special`).  The mean-field gradient objective is
 
 .. math:: f(\alpha, n, d) = \alpha\left(1 - \frac{g_d(2\alpha)}{n\, g_d(\alpha)^2}\right),
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import betaln
 
-from . import _validate
+from ..support import _validate
 from .gaussian import gaussian_alpha_star
 from .special import _log_ratio, _mean_gap, _parts, _parts_with_variance
 
@@ -95,7 +95,7 @@ def cosine_log_mgf(alpha, d):
         Finite for all finite inputs; about :math:`\alpha^2/(2d)` for
         :math:`\alpha \ll \sqrt d` (returned with full relative accuracy) and
         :math:`\alpha - \frac{d-1}{2}\log\alpha + O(1)` for :math:`\alpha \gg d`.
-        Accurate to about 1e-13 relative (see :mod:`attnscale.special`).
+        Accurate to about 1e-13 relative (see :mod:`attnscale.theory.special`).
 
     Examples
     --------
@@ -134,7 +134,7 @@ def cosine_objective(alpha, n, d):
     numpy.ndarray or float
         The objective, computed as :math:`-\alpha\,\mathrm{expm1}(\log R - \log n)`
         with :math:`\log R = \log g_d(2\alpha) - 2\log g_d(\alpha)` formed from
-        :math:`\log g_d - \alpha` (:func:`attnscale.special.cosine_log_mgf_parts`),
+        :math:`\log g_d - \alpha` (:func:`attnscale.theory.special.cosine_log_mgf_parts`),
         so that it is accurate also for :math:`\alpha \gg d`, where both
         logarithms are close to :math:`\alpha` and :math:`2\alpha`.  Far
         beyond the maximizer the exact value can be below :math:`-1.8 \times 10^{308}`;
@@ -171,7 +171,7 @@ def _condition_and_slope(log_alpha, nu, log_n):
 
     with :math:`c_1 = 1 - L'(\alpha)`, :math:`c_2 = 1 - L'(2\alpha)` and
     :math:`v_1 = L''(\alpha)`, :math:`v_2 = L''(2\alpha)` in closed form
-    (:func:`attnscale.special._parts_with_variance`).
+    (:func:`attnscale.theory.special._parts_with_variance`).
     """
     alpha = np.exp(log_alpha)
     l1, m1, c1, v1, mean1 = _parts_with_variance(nu, alpha)
@@ -200,7 +200,7 @@ def cosine_alpha_star(n, d):
     analytic: it needs :math:`L''`, the variance of the tilted score, which
     the Riccati equation of the Bessel function gives in closed form,
     :math:`L'' = 1 - L'^2 - (d - 1)L'/\alpha` (DLMF 10.29.1, see
-    :mod:`attnscale.special`).  The iteration starts from the Gaussian
+    :mod:`attnscale.theory.special`).  The iteration starts from the Gaussian
     limit :math:`\sqrt d\,\alpha^*_{\mathrm{gauss}}(n)` and keeps a bracket
     of the root: a step that leaves the bracket is replaced by bisection.
     Converges in about four to six steps, each two evaluations of the

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import lambertw
 
-from . import _validate
+from ..support import _validate
 
 __all__ = ["gaussian_alpha_star", "gaussian_log_mgf", "gaussian_objective"]
 

@@ -1,11 +1,11 @@
-"""Training, evaluation and the results files of the language model of :mod:`attnscale.lm`.
+"""Training, evaluation and the results files of the language model of :mod:`attnscale.models.lm`.
 
 Chapter *A language model*.  The model (its configuration, parameters,
-forward pass and losses) is :mod:`attnscale.lm`; this module trains it,
+forward pass and losses) is :mod:`attnscale.models.lm`; this module trains it,
 as nanoGPT keeps ``train.py`` apart from ``model.py``:
 
 * training (:func:`train` on text, :func:`train_task` on a task of
-  :mod:`attnscale.tasks`): AdamW with decoupled weight decay on the
+  :mod:`attnscale.models.tasks`): AdamW with decoupled weight decay on the
   matrices, a linear warm-up then a cosine decay to a tenth of the peak
   rate, giving a :class:`TrainedModel`;
 * evaluation (:func:`evaluate`, :func:`evaluate_task`), optionally with a
@@ -21,11 +21,11 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import jax  # pinned in requirements.txt (attnscale.lm says how to install it if it is missing)
+import jax  # pinned in requirements.txt (attnscale.models.lm says how to install it if it is missing)
 import jax.numpy as jnp
 import numpy as np
 
-from ._validate import count as _count
+from ..support._validate import count as _count
 from .corpus import batch_windows, window_starts
 from .lm import LMConfig, _task_losses, _token_losses, init_params, loss_fn, task_loss_fn
 
@@ -104,7 +104,7 @@ def train(
 ) -> TrainedModel:
     """Train a model on random windows of ``text`` (the training split's bytes).
 
-    The batches come from :func:`attnscale.corpus.window_starts` with the
+    The batches come from :func:`attnscale.models.corpus.window_starts` with the
     same ``seed`` as the initialization, so two models that differ only in
     their rule see the same initial weights and the same batches in the
     same order (paired arms).
@@ -123,7 +123,7 @@ def train(
         Called as ``progress(step, loss)`` after every step.
     init : dict, optional
         Start from these parameters (fine-tuning a trained model) instead of
-        :func:`~attnscale.lm.init_params`; the optimizer's moments start at zero.
+        :func:`~attnscale.models.lm.init_params`; the optimizer's moments start at zero.
 
     See Also
     --------
@@ -144,10 +144,10 @@ def train(
 def train_task(
     config: LMConfig, batches, seed: int, steps: int | None = None, progress=None, init=None, factor=None
 ) -> TrainedModel:
-    r"""Train a model on a task (:mod:`attnscale.tasks`): loss on the scored positions only.
+    r"""Train a model on a task (:mod:`attnscale.models.tasks`): loss on the scored positions only.
 
     As :func:`train`, but the batches come from ``batches(step)``, a
-    function of the step that returns a :class:`attnscale.tasks.TaskBatch`
+    function of the step that returns a :class:`attnscale.models.tasks.TaskBatch`
     of ``config.batch`` examples of ``config.train_length`` tokens (seed it
     from the step, so that paired arms see the same examples).  The loss
     logged at each step is the mean cross-entropy over the scored positions.
@@ -195,7 +195,7 @@ def _fit(config, seed, total, batch_of, loss, progress, init) -> TrainedModel:
     """The training loop: ``total`` AdamW steps on ``loss(params, *batch_of(step))``.
 
     ``batch_of(step)`` is the batch source (a tuple of arrays), ``loss`` the
-    objective; the parameters start from :func:`~attnscale.lm.init_params` with ``seed``
+    objective; the parameters start from :func:`~attnscale.models.lm.init_params` with ``seed``
     (or ``init``), the optimizer's moments at zero.
     """
     params = init_params(config, seed) if init is None else jax.tree.map(jnp.asarray, init)
@@ -243,7 +243,7 @@ def evaluate_task(
     Parameters
     ----------
     model : TrainedModel
-    batch : attnscale.tasks.TaskBatch
+    batch : attnscale.models.tasks.TaskBatch
     factor : array_like, optional
         ``(n_layers, n_heads, T)`` factor on the logits (1 by default).
     chunk : int, optional
@@ -313,7 +313,7 @@ def evaluate(model: TrainedModel, windows, factor=None, batch: int = 8, config: 
     ----------
     model : TrainedModel
     windows : numpy.ndarray
-        ``(N, T + 1)`` integer windows (:func:`attnscale.corpus.batch_windows`).
+        ``(N, T + 1)`` integer windows (:func:`attnscale.models.corpus.batch_windows`).
     factor : array_like, optional
         ``(n_layers, n_heads, T)``: a factor on the logits (a length rule
         applied at evaluation); 1 by default.

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from . import _validate
+from ..support import _validate
 
 __all__ = ["ATTENTIONS", "fit_attention_parameter", "retrieval_error", "retrieval_task"]
 

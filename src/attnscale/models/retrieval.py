@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate
-from .intervals import crossed_interval, seed_interval
+from ..support import _validate
+from ..support.intervals import crossed_interval, seed_interval
 
 __all__ = [
     "LENGTH_LAWS",
@@ -58,7 +58,7 @@ def pool_results(*results):
     Parameters
     ----------
     *results : dict
-        Results files as read by :func:`attnscale.lm_train.load_results`, each with
+        Results files as read by :func:`attnscale.models.lm_train.load_results`, each with
         ``"provenance"``, ``"settings"`` and ``"runs"``.
 
     Returns
@@ -447,7 +447,7 @@ def carry_oracle_fit(runs, key, scope, stretch, level=0.9, criterion="loss"):
 
     Reads the per-window validation losses (or accuracies) the carry sweep
     stores on its factor grid and passes them to
-    :func:`attnscale.length_rules.fit_length_factor` (minimum of the mean curve refined by a
+    :func:`attnscale.support.factor_fit.fit_length_factor` (minimum of the mean curve refined by a
     parabola in the log factor; seeds and windows resampled independently).
 
     Parameters
@@ -467,7 +467,7 @@ def carry_oracle_fit(runs, key, scope, stretch, level=0.9, criterion="loss"):
     -------
     attnscale.LengthFactorFit
     """
-    from .length_rules import fit_length_factor
+    from ..support.factor_fit import fit_length_factor
 
     if criterion not in ("loss", "acc"):
         raise ValueError(f"criterion must be 'loss' or 'acc', got {criterion!r}")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate
-from .intervals import seed_interval
+from ..support import _validate
+from ..support.intervals import seed_interval
 
 __all__ = [
     "TypicalRowScales",

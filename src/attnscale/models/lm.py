@@ -1,7 +1,7 @@
 r"""A small decoder-only language model whose attention scale is one visible rule.
 
 Chapter *A language model*.  Byte-level next-token prediction on the
-corpus of :mod:`attnscale.corpus`, in JAX (autodiff; the same code runs on
+corpus of :mod:`attnscale.models.corpus`, in JAX (autodiff; the same code runs on
 a GPU when JAX finds one).  The model, for ``n_layers`` blocks:
 
 .. math::
@@ -30,7 +30,7 @@ variance :math:`1/\text{fan-in}`, so that at initialization :math:`q` and
 unit variance (the assumption of Part II); the projections back into the
 residual stream are scaled down by :math:`1/\sqrt{2\,n_\text{layers}}`.
 Training (AdamW, linear warm-up then cosine decay), evaluation and the
-results files are in :mod:`attnscale.lm_train`, as nanoGPT keeps
+results files are in :mod:`attnscale.models.lm_train`, as nanoGPT keeps
 ``model.py`` apart from ``train.py``.
 """
 
@@ -39,13 +39,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._validate import count as _count
+from ..support._validate import count as _count
 
-try:  # JAX is a dependency of this module and attnscale.lm_train only (requirements.txt pins it)
+try:  # JAX is a dependency of this module and attnscale.models.lm_train only (requirements.txt pins it)
     import jax
     import jax.numpy as jnp
 except ImportError as error:  # pragma: no cover - the pinned install has it
-    raise ImportError("attnscale.lm needs JAX: pip install -r requirements.txt") from error
+    raise ImportError("attnscale.models.lm needs JAX: pip install -r requirements.txt") from error
 
 __all__ = [
     "NORMALIZERS",
@@ -92,12 +92,12 @@ class LMConfig:
         AdamW's peak rate, warm-up steps, and decoupled weight decay (on
         the matrices only).
     vocab : int
-        256 (bytes); a task's vocabulary size (:mod:`attnscale.tasks`).
+        256 (bytes); a task's vocabulary size (:mod:`attnscale.models.tasks`).
     rope_base : float
         RoPE's base :math:`\\theta`.
     rope_frequency_factors : tuple of float or None
         A factor on each of the :math:`d_h/2` rotary frequencies (position
-        interpolation, YaRN: :mod:`attnscale.length_rules`); ``None`` keeps
+        interpolation, YaRN: :mod:`attnscale.practice.length_rules`); ``None`` keeps
         them.
     previous_token : bool
         Add a learned embedding of the previous token to each position's

@@ -43,7 +43,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import gammaln
 
-from . import _validate
+from ..support import _validate
 
 __all__ = ["cosine_log_mgf_parts", "log_hyp0f1"]
 
@@ -278,7 +278,7 @@ def cosine_log_mgf_parts(alpha, d):
 
     Examples
     --------
-    >>> from attnscale.special import cosine_log_mgf_parts
+    >>> from attnscale.theory.special import cosine_log_mgf_parts
     >>> minus_alpha, complement = cosine_log_mgf_parts(0.0, 64)
     >>> float(minus_alpha), float(complement)  # g(0) = 1 and E[s] = 0
     (0.0, 1.0)
@@ -322,7 +322,7 @@ def log_hyp0f1(b, x):
     --------
     >>> import numpy as np
     >>> from scipy.special import hyp0f1
-    >>> from attnscale.special import log_hyp0f1
+    >>> from attnscale.theory.special import log_hyp0f1
     >>> bool(np.isclose(log_hyp0f1(2.5, 3.0), np.log(hyp0f1(2.5, 3.0)), rtol=1e-13))
     True
     >>> bool(np.isfinite(log_hyp0f1(1.0, 1e6)))  # where hyp0f1 overflows

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import integrate, optimize, special
 
-from . import _validate
+from ..support import _validate
 
 __all__ = [
     "activation_second_moment",

@@ -298,7 +298,7 @@ def format_interval(mean, half, digits: int = 3, *, signed: bool = False) -> str
 
     Notes
     -----
-    ``attnscale.formatting.captioned_table`` and ``results_table`` bind a
+    ``attnscale.support.formatting.captioned_table`` and ``results_table`` bind a
     cell's ``±`` the same way, whatever wrote it.
 
     Examples

@@ -46,7 +46,7 @@ import functools
 import numpy as np
 from scipy import linalg, special
 
-from . import _validate
+from ..support import _validate
 
 __all__ = ["ARCHITECTURES", "activation_second_moments", "layer_second_moments", "log_growth_law"]
 

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate
+from ..support import _validate
 
 __all__ = [
     "TrainingResult",

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from . import _validate
+from ..support import _validate
 from .exact import ScoreLaw, _resolve_law
 
 __all__ = [

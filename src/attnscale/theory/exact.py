@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import betainc, betaincinv, log_ndtr, ndtri, poch
 
-from . import _validate
+from ..support import _validate
 
 __all__ = [
     "ScoreLaw",

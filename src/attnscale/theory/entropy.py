@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate
+from ..support import _validate
 from .softmax import _prepare, _reduce_rows
 
 __all__ = [

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _validate
+from ..support import _validate
 
 __all__ = ["SPLIT_PERIOD", "SYMPY_CORPUS", "Corpus", "batch_windows", "sympy_corpus", "window_starts"]
 
