@@ -29,7 +29,7 @@ regime of a model, the share of its frequency pairs that complete a period
 within the training length (:func:`rotary_pairs_within`,
 :func:`matched_rope_base`) or the span of its slowest pair
 (:func:`longest_wavelength_rope_base`), which lets a small model be trained in the
-regime of a large one.  :func:`fit_length_factor` finds a model's best
+regime of a large one.  :func:`~attnscale.support.factor_fit.fit_length_factor` finds a model's best
 constant factor at a length from its per-window losses, with an interval.
 """
 
