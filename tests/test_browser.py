@@ -161,6 +161,7 @@ def _visit(browser, served, page):
         for theme in THEMES if size == "desktop" else THEMES[::-1]:
             tab.emulate_media(color_scheme=theme)
             backgrounds.add((theme, tab.evaluate(SET_THEME, theme)))
+            tab.evaluate(MARK_WIDE_FORMULAS)  # what the page's resize handler does, without its delay
             report[size, theme] = tab.evaluate(FIT_CHECK)
             if theme == "light":
                 report["figures", size] = tab.evaluate(FIGURE_SIZES)
@@ -211,6 +212,8 @@ def test_figures_are_opaque(built_book):
 WIDTHS = {"desktop": (1400, 900), "phone": (390, 844)}
 THEMES = ["light", "dark"]
 
+MARK_WIDE_FORMULAS = "() => window.attnscaleMarkWideFormulas && window.attnscaleMarkWideFormulas()"
+
 FIT_CHECK = """
 async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
@@ -257,7 +260,20 @@ async () => {
       problems.push(`sticks out of the page column (${Math.round(over)} px): ${describe(el)}`);
     }
   }
-  return {pageOverflow: doc.scrollWidth - doc.clientWidth, problems};
+  // An inline formula is a scroll box only when it is wider than its column: a
+  // scroll box around a formula that fits draws a scrollbar under it wherever
+  // the system shows scrollbars (desktop Linux and Windows).
+  const needlessScroll = [];
+  for (const span of article.querySelectorAll("span.math")) {
+    const overflow = getComputedStyle(span).overflowX;
+    if (overflow !== "auto" && overflow !== "scroll") continue;
+    const formula = span.querySelector("mjx-container");
+    const column = span.closest("p, li, td, th, dd, figcaption, div") || span.parentElement;
+    if (!formula || formula.getBoundingClientRect().width <= column.clientWidth) {
+      needlessScroll.push(describe(span));
+    }
+  }
+  return {pageOverflow: doc.scrollWidth - doc.clientWidth, problems, needlessScroll};
 }
 """
 
@@ -272,6 +288,11 @@ def test_page_fits(browser, served, page, size, theme):
     assert report["problems"] == [], (
         f"{len(report['problems'])} elements on {page} ({size}, {theme}):\n"
         + "\n".join(report["problems"][:15])
+    )
+    assert report["needlessScroll"] == [], (
+        f"{len(report['needlessScroll'])} inline formulas on {page} ({size}, {theme}) are scroll boxes "
+        "though they fit their column (a scrollbar under each on desktops that show scrollbars):\n"
+        + "\n".join(report["needlessScroll"][:10])
     )
 
 
@@ -550,3 +571,90 @@ def test_results_tables_are_captioned(browser, served, page):
     if bad and page in TABLES_NOT_YET:
         pytest.xfail(f"{page}: {TABLES_NOT_YET[page]} ({len(bad)} tables)")
     assert bad == [], f"{page}: tables without a numbered caption or with empty header cells: {bad}"
+
+
+# ---------------------------------------------------------------------------
+# The keyboard: formulas are not Tab stops, header controls show focus, the
+# calculator is a few keys from the page top, the colour button keeps focus.
+
+FOCUSED = """
+() => {
+  const e = document.activeElement;
+  const s = getComputedStyle(e);
+  return {
+    tag: e.tagName, text: (e.getAttribute("aria-label") || e.textContent || "").trim().slice(0, 40),
+    header: !!e.closest(".bd-header, .bd-header-article, #pst-skip-link"),
+    calculatorField: !!e.closest("#attnscale-calculator") && ["INPUT", "SELECT"].includes(e.tagName),
+    outline: s.outlineStyle !== "none" && parseFloat(s.outlineWidth) >= 2,
+    formulaFits: !!e.closest("mjx-container, span.math")
+      && !(e.scrollWidth > e.clientWidth + 1 && ["auto", "scroll"].includes(s.overflowX)),
+  };
+}
+"""
+
+MAX_TABS_TO_CALCULATOR = 30
+
+NEEDLESS_FORMULA_STOPS = """
+() => [...document.querySelectorAll("mjx-container[tabindex], span.math[tabindex]")]
+  .filter(e => e.tabIndex >= 0 && !(e.scrollWidth > e.clientWidth + 1)).length
+"""
+
+
+def _keyboard_tab(browser, served, page, width):
+    tab = browser.new_page(viewport={"width": width, "height": 900})
+    tab.goto(f"{served}/{page}.html", wait_until="load")
+    tab.evaluate("async () => { if (window.MathJax) { await MathJax.startup.promise; } }")
+    return tab
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_calculator_is_a_few_keys_from_the_top(browser, served, width):
+    """Tab to "Skip to the calculator", Enter, Tab: the first field, within 30 keys."""
+    tab = _keyboard_tab(browser, served, "book/recipes", width)
+    try:
+        for _ in range(MAX_TABS_TO_CALCULATOR):
+            tab.keyboard.press("Tab")
+            focused = tab.evaluate(FOCUSED)
+            if focused["calculatorField"]:
+                break
+            if focused["text"] == "Skip to the calculator":
+                tab.keyboard.press("Enter")
+        assert focused["calculatorField"], (
+            f"no calculator field within {MAX_TABS_TO_CALCULATOR} keys at {width} px"
+        )
+    finally:
+        tab.close()
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_header_controls_show_focus_and_formulas_take_none(browser, served, width):
+    """The first Tab stops: every header control draws a focus ring; no formula is among them."""
+    tab = _keyboard_tab(browser, served, "book/softmax-jacobian", width)
+    try:
+        # only formulas that scroll (wider than the column) may take focus: their arrows scroll them
+        assert tab.evaluate(NEEDLESS_FORMULA_STOPS) == 0
+        seen = []
+        for _ in range(40):
+            tab.keyboard.press("Tab")
+            focused = tab.evaluate(FOCUSED)
+            assert not focused["formulaFits"], f"a formula that fits its column is a Tab stop at {width} px"
+            if focused["header"]:
+                seen.append(focused["text"])
+                assert focused["outline"], f"no visible focus ring on the header control {focused['text']!r}"
+        assert len(seen) >= 3, seen
+    finally:
+        tab.close()
+
+
+def test_colour_button_keeps_focus(browser, served):
+    tab = _keyboard_tab(browser, served, "book/variance", 390)
+    try:
+        tab.focus(".theme-switch-button")
+        tab.keyboard.press("Enter")
+        tab.wait_for_timeout(50)
+        assert "theme-switch-button" in tab.evaluate("document.activeElement.className")
+        tab.keyboard.press("Enter")  # a second press still acts on the button
+        tab.wait_for_timeout(50)
+        assert "theme-switch-button" in tab.evaluate("document.activeElement.className")
+    finally:
+        tab.close()

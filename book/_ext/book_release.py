@@ -17,6 +17,7 @@ repository the book is built from (see :func:`project_root`), and
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -74,8 +75,10 @@ def book_bibtex(version: str, citation_file: Path) -> str:
         ("year", str(cite["year"])),
         ("version", version),
         ("note", f"Version {version}"),
-        ("url", cite["url"]),
     ]
+    url = cite.get("url") or os.environ.get("ATTNSCALE_REPOSITORY_URL", "").strip().rstrip("/")
+    if url:  # only a real URL: given at build time (book/_ext/repository_links.py)
+        fields.append(("url", url))
     if cite.get("doi"):
         fields.append(("doi", cite["doi"]))
     width = max(len(name) for name, _ in fields)

@@ -1,0 +1,80 @@
+/* The Scale of Attention: reading comfort that CSS alone cannot give.
+ *
+ * 1. An inline formula wider than its column scrolls inside its own box
+ *    (class "math-wide", book/_static/reading.css); every other formula
+ *    overflows visibly, so no scrollbar is drawn under it.
+ * 2. The colour-mode button keeps keyboard focus after it is pressed.
+ * 3. On the page with the calculator, a second skip link ("Skip to the
+ *    calculator") follows the theme's "Skip to main content": the
+ *    calculator's first field is two Tabs and an Enter from the page top.
+ */
+(function () {
+  "use strict";
+
+  function markWideFormulas() {
+    document.querySelectorAll(".bd-article span.math").forEach(function (span) {
+      span.classList.remove("math-wide");
+      var column = span.closest("p, li, td, th, dd, figcaption, div") || span.parentElement;
+      var formula = span.querySelector("mjx-container");
+      if (formula && column && formula.getBoundingClientRect().width > column.clientWidth) {
+        span.classList.add("math-wide");
+      }
+    });
+    // A display formula wider than its box by a pixel or three would scroll
+    // (and be a Tab stop in Chromium) for nothing: it is set a hair smaller.
+    document.querySelectorAll(".bd-article mjx-container[display='true']").forEach(function (box) {
+      box.style.fontSize = "";
+      var excess = box.scrollWidth - box.clientWidth;
+      if (excess > 0 && excess <= 3) {
+        box.style.fontSize = Math.floor(1000 * (box.clientWidth - 1) / box.scrollWidth) / 10 + "%";
+      }
+    });
+    // A formula that scrolls is a Tab stop (its arrows scroll it); no other is.
+    var boxes = ".bd-article span.math, .bd-article mjx-container[display='true']";
+    document.querySelectorAll(boxes).forEach(function (box) {
+      var style = getComputedStyle(box).overflowX;
+      if (box.scrollWidth > box.clientWidth + 1 && (style === "auto" || style === "scroll")) {
+        box.setAttribute("tabindex", "0");
+      } else if (box.getAttribute("tabindex") === "0") {
+        box.removeAttribute("tabindex");
+      }
+    });
+  }
+
+  function afterTypesetting(callback) {
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+      MathJax.startup.promise.then(callback);
+    } else {
+      callback();
+    }
+  }
+
+  // The browser test calls it right after changing the viewport (tests/test_browser.py).
+  window.attnscaleMarkWideFormulas = markWideFormulas;
+
+  var pending = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(pending);
+    pending = setTimeout(markWideFormulas, 150);
+  });
+
+  function addCalculatorSkipLink() {
+    var form = document.getElementById("attnscale-calculator");
+    var skip = document.getElementById("pst-skip-link");
+    if (!form || !skip) { return; }
+    var link = document.createElement("a");
+    link.href = "#attnscale-calculator";
+    link.textContent = "Skip to the calculator";
+    skip.appendChild(link);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    addCalculatorSkipLink();
+    afterTypesetting(markWideFormulas);
+    document.querySelectorAll(".theme-switch-button").forEach(function (button) {
+      button.addEventListener("click", function () {
+        setTimeout(function () { button.focus({ preventScroll: true }); }, 0);
+      });
+    });
+  });
+})();
