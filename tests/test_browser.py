@@ -658,3 +658,13 @@ def test_colour_button_keeps_focus(browser, served):
         assert "theme-switch-button" in tab.evaluate("document.activeElement.className")
     finally:
         tab.close()
+
+
+def test_general_index_fits_a_phone(browser, served):
+    tab = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        tab.goto(f"{served}/genindex.html", wait_until="load")
+        overflow = tab.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"the general index scrolls sideways by {overflow} px at 390 px"
+    finally:
+        tab.close()

@@ -256,3 +256,51 @@ def test_pdf_publishing_links_every_page_once(tmp_path):
     assert chapter.count('href="../book.pdf"') == 1 and "dropdown-item" in chapter
     assert (html / "search.html").read_text().count('href="book.pdf"') == 1
     assert _broken_on_disk(html) == []
+
+
+class _SpokenText(HTMLParser):
+    """Each link's text and each image's alt text, as a screen reader meets them."""
+
+    def __init__(self):
+        super().__init__()
+        self.links, self.alts, self._depth, self._text = [], [], 0, []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.alts.append(attrs.get("alt") or "")
+        if tag == "a":
+            self._depth += 1
+            self._text.append("")
+        # MathJax has not run: a formula in a link is still its TeX source (\(...\))
+
+    def handle_endtag(self, tag):
+        if tag == "a" and self._depth:
+            self._depth -= 1
+            self.links.append(self._text.pop().strip())
+
+    def handle_data(self, data):
+        if self._depth:
+            self._text[-1] += data
+
+
+RAW_TEX = re.compile(r"\\[A-Za-z]{2,}|\$")
+#: Math MathJax typesets (\( ... \) in the HTML): not raw, it renders.
+TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
+
+
+def test_link_and_alt_texts_are_free_of_raw_tex(built_book):
+    """No link reads "The answers. \\alpha multiplies ...", no figure's alt text is TeX or cut off."""
+    _, html = built_book
+    found = []
+    for page in sorted(html.rglob("*.html")):
+        if page.name in ("genindex.html", "search.html") or "_static" in page.parts:
+            continue
+        spoken = _SpokenText()
+        spoken.feed(page.read_text(errors="ignore"))
+        name = page.relative_to(html)
+        found += [f"{name}: link {t[:60]!r}" for t in spoken.links if RAW_TEX.search(TYPESET.sub("", t))]
+        found += [
+            f"{name}: alt {alt[:60]!r}" for alt in spoken.alts if RAW_TEX.search(alt) or alt.endswith("…")
+        ]
+    assert found == [], "\n".join(found[:20])
