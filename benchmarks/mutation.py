@@ -552,19 +552,19 @@ CLAIM_MUTANTS = [
         "Bessel index d/2 instead of d/2 - 1 in the MGF",
     ),
     (
-        "cosine-scores",
+        "evidence-cosine",
         "    return np.log(value) + top - betaln(0.5, (d - 1) / 2)",
         "    return np.log(value) + top - betaln(0.5, d / 2)",
         "cosine density normalized with B(1/2, d/2)",
     ),
     (
-        "cosine-scores",
+        "evidence-cosine",
         "c_d = star_fit @ log_n / np.sum(log_n**2)",
         "c_d = star_fit @ np.sqrt(log_n) / np.sum(log_n)",
         "c(d) fitted as c sqrt(log n) instead of c log n",
     ),
     (
-        "cosine-scores",
+        "evidence-cosine",
         "    at.cosine_alpha_star_large_d(n_fixed[None, :], d_big[:, None]) / exact_big\n",
         "    (2 * np.sqrt(d_big)[:, None] * at.gaussian_alpha_star(n_fixed)\n"
         "     - at.cosine_alpha_star_large_d(n_fixed[None, :], d_big[:, None])) / exact_big\n",
@@ -581,31 +581,31 @@ CLAIM_MUTANTS = [
         "window edges read off a log grid of n instead of solved",
     ),
     (
-        "cosine-scores",
+        "evidence-cosine",
         "    return 2 * np.exp(2 / (d - 1) * (np.log(n) + K - np.log((d + 1) / 2)))",
         "    return 2 * np.exp(2 / (d - 1) * (np.log(n) + K))",
         "power law without the factor 2/(d + 1)",
     ),
     (
-        "cosine-scores",
+        "evidence-cosine",
         "    a90, a99 = reach(m, 0.9), reach(m, 0.99)",
         "    a90, a99 = reach(m, 0.9), reach(m, 0.9)",
         "the 99% scale reported as the 90% one",
     ),
     (
-        "cosine-scores",
+        "evidence-cosine",
         "        d=d0,\n    )\n    mc_mean[m] = g.mean(axis=1)",
         "        d=d0 / 2,\n    )\n    mc_mean[m] = g.mean(axis=1)",
         "data: Monte Carlo rows of cosines in dimension d/2",
     ),
     (
-        "cosine-scores",
+        "evidence-cosine",
         '        int(m), scores="cosine", d=d0, rows=200, seeds=seeds, seed=int(m) + 1',
         '        int(m), scores="cosine", d=d0 / 2, rows=200, seeds=seeds, seed=int(m) + 1',
         "data: second mean-of-log route in dimension d/2",
     ),
     (
-        "cosine-scores",
+        "evidence-cosine",
         '        m, scores="cosine", d=d0, rows=400, seeds=seeds, seed=int(m)',
         '        m // 8, scores="cosine", d=d0, rows=400, seeds=seeds, seed=int(m)',
         "data: typical rows with n/8 keys",
@@ -623,7 +623,7 @@ CLAIM_MUTANTS = [
         "data: the c log n fit taken from the Gaussian-limit curve",
     ),
     (
-        "cosine-scores",
+        "evidence-cosine",
         "rms_d = np.sqrt(np.mean((star_fit - c_d[:, None] * log_n) ** 2, axis=1))",
         "rms_d = np.mean(np.abs(star_fit - c_d[:, None] * log_n), axis=1)",
         "rms deviation of c(d) log n reported as a mean absolute deviation",
@@ -642,7 +642,7 @@ CLAIM_MUTANTS = [
         "the L/2 candidate tuned for L instead",
     ),
     (
-        "decoders",
+        "evidence-cosine",
         "log_geo = np.mean(np.log(np.maximum(values, floor)), axis=1)",
         "log_geo = np.log(np.mean(values, axis=1))",
         "arithmetic mean over rows for the geometric mean",
@@ -660,13 +660,13 @@ CLAIM_MUTANTS = [
         "data: Monte Carlo rows with n/2 keys",
     ),
     (
-        "decoders",
+        "evidence-cosine",
         "    L // 2,\n    rows=300,\n    seeds=20,",
         "    L // 16,\n    rows=300,\n    seeds=20,",
         "data: typical-row scales estimated at L/16 instead of L/2",
     ),
     (
-        "decoders",
+        "evidence-cosine",
         "        rows = at.sample_gaussian_scores(300, int(m), seed_rng)",
         "        rows = at.sample_gaussian_scores(300, int(m), seed_rng) * 0.5",
         "data: scoring rows with standard deviation 1/2",
