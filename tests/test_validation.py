@@ -118,6 +118,9 @@ CALLS = [
     (at.best_causal_scale, dict(max_length=64), dict(max_length="length")),
     (at.entropy_invariant_scale, dict(n=40, d=16), dict(n="keys")),
     (at.entropy_matching_scale, dict(n=40, alpha_train=1.0), dict(n="keys", alpha_train="scale")),
+    (at.sphere_saddle_point, dict(lam=1.0), dict(lam="scale")),
+    (at.laplace_slope, dict(lam=1.0), dict(lam="scale")),
+    (at.sphere_entropy_slope, dict(lam=1.0, d=16), dict(lam="scale", d="dimension")),
     (
         at.spike_over_bulk_entropy,
         dict(spike=5.0, bulk_mean=0.0, bulk_sd=1.0, n=16, rng=RNG),

@@ -68,7 +68,10 @@ from .theory.entropy import (
     entropy_invariant_scale,
     entropy_matching_scale,
     gaussian_meanfield_entropy,
+    laplace_slope,
     softmax_entropy,
+    sphere_entropy_slope,
+    sphere_saddle_point,
     spike_over_bulk_entropy,
 )
 from .theory.exact import (
@@ -178,6 +181,7 @@ __all__ = [
     "he_std",
     "head_scale_from_entropy",
     "iid_critical_scale",
+    "laplace_slope",
     "infoscale_factor",
     "init_projections",
     "layer_second_moments",
@@ -204,6 +208,8 @@ __all__ = [
     "softmax",
     "softmax_entropy",
     "softmax_jacobian",
+    "sphere_entropy_slope",
+    "sphere_saddle_point",
     "spike_over_bulk_entropy",
     "standard_scale",
     "train_at_best_rate",

@@ -22,7 +22,10 @@ __all__ = [
     "entropy_invariant_scale",
     "entropy_matching_scale",
     "gaussian_meanfield_entropy",
+    "laplace_slope",
     "softmax_entropy",
+    "sphere_entropy_slope",
+    "sphere_saddle_point",
     "spike_over_bulk_entropy",
 ]
 
@@ -255,3 +258,147 @@ def spike_over_bulk_entropy(spike, bulk_mean, bulk_sd, n, rng):
 
 #: Logits drawn at a time by :func:`spike_over_bulk_entropy`.
 _BULK_BLOCK = 1 << 20
+
+
+def sphere_saddle_point(lam):
+    r"""Saddle point of the Laplace approximation for keys uniform on a sphere.
+
+    For :math:`q, k` of norm :math:`\sqrt d`, :math:`q\cdot k = d\,t` with
+    :math:`t = \cos\theta`, and the average of :math:`e^{\lambda q\cdot k}`
+    over the sphere is, to leading order in :math:`d`, the integral of
+    :math:`\exp d\,(\lambda t + \tfrac12\log(1 - t^2))`.  Its exponent is
+    largest at
+
+    .. math:: t^* = \frac{\sqrt{1 + 4\lambda^2} - 1}{2\lambda}
+              = \frac{2\lambda}{\sqrt{1 + 4\lambda^2} + 1},
+
+    evaluated in the second form (no cancellation as :math:`\lambda \to 0`).
+
+    Parameters
+    ----------
+    lam : float or array_like
+        The scale :math:`\lambda` on raw dot products, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        :math:`t^* \in [0, 1)`; :math:`t^*(1) = (\sqrt5 - 1)/2`.
+
+    References
+    ----------
+    Chapter *Entropy invariance*, Theorem thm-entropy-invariance; the
+    Laplace step quoted by Su (2021), "Entropy invariance and the scale of
+    attention".
+
+    Examples
+    --------
+    >>> from attnscale import sphere_saddle_point
+    >>> round(float(sphere_saddle_point(1.0)), 10)
+    0.6180339887
+    """
+    lam = _validate.scale(lam, "lam")
+    return 2.0 * lam / (np.sqrt(1.0 + 4.0 * lam * lam) + 1.0)
+
+
+def laplace_slope(lam):
+    r"""The Laplace slope :math:`c(\lambda)` of :math:`H \approx \log n - c(\lambda)\,\lambda d`.
+
+    Mean field over keys uniform on the sphere of radius :math:`\sqrt d`,
+    to leading order in :math:`d` (Theorem thm-entropy-invariance):
+
+    .. math:: H - \log n \approx \frac d2 \log(1 - t^{*2}), \qquad
+              c(\lambda) = -\frac{\log(1 - t^{*2})}{2\lambda},
+
+    with :math:`t^*` from :func:`sphere_saddle_point`; :math:`c(0) = 0`
+    (the limit), :math:`c(\lambda) \approx \lambda/2` for small
+    :math:`\lambda` and :math:`c(1) = \tfrac12\log\frac{1+\sqrt5}{2}
+    \approx 0.2406`, the source's 0.24.
+
+    Parameters
+    ----------
+    lam : float or array_like
+        The scale :math:`\lambda` on raw dot products, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        :math:`c(\lambda) \ge 0`, independent of :math:`d`.
+
+    See Also
+    --------
+    sphere_entropy_slope : the same slope without the Laplace step.
+
+    Examples
+    --------
+    >>> from attnscale import laplace_slope
+    >>> [round(float(c), 4) for c in laplace_slope([1.0, 0.125])]
+    [0.2406, 0.0611]
+    """
+    lam = _validate.scale(lam, "lam")
+    t = sphere_saddle_point(lam)
+    safe = np.where(lam > 0, lam, 1.0)
+    return np.where(lam > 0, -np.log1p(-t * t) / (2.0 * safe), 0.0)
+
+
+def sphere_entropy_slope(lam, d):
+    r"""Mean-field entropy slope for keys uniform on a sphere, without the Laplace step.
+
+    With :math:`\kappa = \lambda d` and :math:`\nu = d/2 - 1`, the sphere
+    average is :math:`M(\kappa) = \mathbb E\,e^{\kappa t} =
+    {}_0F_1(;\nu+1;\kappa^2/4) = \sum_k w_k`, with
+    :math:`w_k = (\kappa/2)^{2k}\,\Gamma(\nu+1)/(k!\,\Gamma(\nu+k+1))`, so the
+    mean-field entropy :math:`H - \log n = \log M - \kappa(\log M)'` is
+
+    .. math:: H - \log n = \log\sum_k w_k - \frac{\sum_k 2k\,w_k}{\sum_k w_k},
+
+    summed here in log space (no overflow, no Bessel underflow).  Returns
+    :math:`-(H - \log n)/(\lambda d)`, the slope that :func:`laplace_slope`
+    approximates; the two agree as :math:`d \to \infty` at fixed
+    :math:`\lambda`.
+
+    Parameters
+    ----------
+    lam : float or array_like
+        The scale :math:`\lambda` on raw dot products, ``> 0``, with
+        :math:`\lambda d \le 10^5`.
+    d : float or array_like
+        Head dimension, ``>= 2``; broadcasts against ``lam``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        The slope (the mean field, i.e. :math:`n \to \infty` before freezing).
+
+    References
+    ----------
+    Chapter *Entropy invariance*; the density of :math:`t = \cos\theta` is
+    proportional to :math:`(1 - t^2)^{(d-3)/2}` on :math:`[-1, 1]`.
+
+    Examples
+    --------
+    >>> from attnscale import sphere_entropy_slope
+    >>> round(float(sphere_entropy_slope(1.0, 4096)), 3)
+    0.241
+    """
+    lam = _validate.at_least(lam, "lam", np.finfo(float).tiny, what=" (a positive scale)")
+    d = _validate.dimension(d, "d")
+    lam, d = np.broadcast_arrays(lam, d)
+    kappa = lam * d
+    if np.any(kappa > 1e5):
+        raise ValueError(f"lam * d must be <= 1e5, got {kappa.max():g}")
+    nu = d / 2.0 - 1.0
+    # the terms peak near k* with k*(nu + k*) = kappa^2 / 4; sum well past it
+    k_peak = 0.5 * (np.sqrt(nu * nu + kappa * kappa) - nu)
+    n_terms = int(np.ceil(np.max(k_peak + 12.0 * np.sqrt(k_peak + 1.0) + 40.0)))
+    k = np.arange(n_terms, dtype=float)
+    from scipy.special import gammaln, logsumexp
+
+    log_w = (
+        2.0 * k * np.log(0.5 * kappa[..., None])
+        + gammaln(nu[..., None] + 1.0)
+        - gammaln(k + 1.0)
+        - gammaln(nu[..., None] + k + 1.0)
+    )
+    log_m = logsumexp(log_w, axis=-1)
+    mean_2k = np.sum(2.0 * k * np.exp(log_w - log_m[..., None]), axis=-1)
+    return (mean_2k - log_m) / kappa
