@@ -16,7 +16,7 @@ from scipy.special import ndtri
 from scipy.stats import genpareto, norm
 
 import attnscale as at
-from attnscale.diagnose import _free_energy
+from attnscale.diagnose import LAW_DOMAINS, LAW_FORMULAS, _free_energy
 
 RNG_SEED = 20261203
 
@@ -307,6 +307,12 @@ def test_diagnostic_is_reproducible_and_seeded():
         (dict(tail=8.0), "tail"),
         (dict(level=1.0), "level"),
         (dict(resamples=5), "resamples"),
+        (dict(level="a"), "level"),
+        (dict(level=True), "level"),
+        (dict(seed=-1), "seed"),
+        (dict(seed="a"), "seed"),
+        (dict(seed=1.5), "seed"),
+        (dict(resamples=10**7), "tail and resamples"),
     ],
 )
 def test_diagnostic_refuses_bad_input(kwargs, match):
@@ -462,3 +468,36 @@ def test_intervals_cover_at_their_level():
     assert factor.mean() >= 0.85, got
     assert factor.min() >= 0.78, got
     assert shape.mean() >= 0.85, got
+
+
+def test_numpy_scalars_are_accepted_for_level_and_seed():
+    rows = _rows("gaussian", np.random.default_rng(RNG_SEED + 41), rows=16, keys=256)
+    a = at.diagnose_law(rows, [1024], resamples=30, seed=np.int64(3), level=np.float32(0.9))
+    b = at.diagnose_law(rows, [1024], resamples=30, seed=3, level=0.9)
+    np.testing.assert_allclose(a.factor_interval, b.factor_interval, rtol=1e-6)
+
+
+def test_domains_carry_the_extreme_value_names():
+    # the domain of attraction of each reading, with law keeping its old name
+    rng = np.random.default_rng(RNG_SEED + 42)
+    cases = {
+        "gaussian": ("weibull", "gumbel"),
+        "pareto": ("pareto", "frechet"),
+        "planted": ("planted", "planted"),
+    }
+    for law, (name, domain) in cases.items():
+        out = at.diagnose_law(_rows(law, rng), [4096], resamples=20)
+        assert (out.law, out.domain) == (name, domain)
+    bounded = _unit_vectors_first_coordinate(6, (64, 2048), rng)
+    out = at.diagnose_law(bounded, [4096], resamples=20)
+    assert (out.law, out.domain) == ("bounded", "reverse-weibull")
+    assert set(LAW_DOMAINS) == set(LAW_FORMULAS)
+
+
+def test_default_tail_is_capped_so_the_bootstrap_is_bounded():
+    # 8 rows of 40000 keys: the top quarter would be 10000 order statistics;
+    # the default stops at 4096, so the factor equals the one with tail=4096
+    rows = np.random.default_rng(RNG_SEED + 43).normal(size=(8, 40000))
+    a = at.diagnose_law(rows, [160000], resamples=20)
+    b = at.diagnose_law(rows, [160000], resamples=20, tail=4096)
+    np.testing.assert_array_equal(a.factor, b.factor)

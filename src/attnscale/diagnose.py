@@ -66,6 +66,17 @@ LAW_FORMULAS = {
 }
 
 
+#: The extreme-value domain of attraction of each reading (de Haan and
+#: Ferreira 2006): Weibull-type tails are in the Gumbel domain, bounded tops
+#: in the reverse-Weibull domain, Pareto tails in the Frechet domain.
+LAW_DOMAINS = {
+    "planted": "planted",
+    "weibull": "gumbel",
+    "bounded": "reverse-weibull",
+    "pareto": "frechet",
+}
+
+
 def accumulation_scale(gaps):
     r"""The accumulation scale :math:`A = \sup_{t>0}\log(1 + N(t))/t` of rows of gaps.
 
@@ -326,6 +337,12 @@ class LawDiagnosis:
         Shape ``(2, len(lengths))``: the bootstrap interval of ``factor``.
     level : float
         Coverage of the intervals.
+    domain : str
+        The extreme-value domain of ``law`` (:data:`LAW_DOMAINS`):
+        ``"gumbel"`` (Weibull-type, index :math:`\\beta`),
+        ``"reverse-weibull"`` (bounded top, :math:`\\kappa`), ``"frechet"``
+        (Pareto, :math:`\\gamma`) or ``"planted"``.  ``law`` keeps the
+        older names.
     """
 
     law: str
@@ -339,6 +356,7 @@ class LawDiagnosis:
     factor: np.ndarray
     factor_interval: np.ndarray
     level: float
+    domain: str = ""
 
 
 #: Rows whose top gap exceeds this many fitted tail scales are outliers:
@@ -351,6 +369,11 @@ _PLANTED_FRACTION = 0.5
 #: Gaussian rows rounded until half their top-quarter spacings vanish move
 #: the factor at 16L by under 1% (tests/test_diagnose.py measures it).
 _MAX_TIED = 0.5
+#: The default tail is the top quarter of each row, but at most this many
+#: order statistics (the battery's largest rows, 16384 keys, use 4096).
+_MAX_DEFAULT_TAIL = 4096
+#: The bootstrap's spacing means may take at most this many bytes.
+_MAX_BOOTSTRAP_BYTES = 2e9
 
 
 def _spacings(rows, k):
@@ -567,13 +590,16 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         Target lengths :math:`n` (``2 <= n <= 1e15``).
     tail : int, optional
         Upper order statistics used, :math:`k` (``4 <= k < keys``); default
-        ``max(4, keys // 4)`` (the top quarter of each row).
+        ``max(4, min(keys // 4, 4096))`` (the top quarter of each row, at
+        most 4096 order statistics).  ``resamples * (k + rows)`` doubles
+        must fit in 2 GB, else ValueError.
     level : float
         Coverage of the bootstrap intervals, in (0, 1).
     resamples : int
         Bootstrap resamples of the rows (``>= 20``).
     seed : int
-        Seed of the bootstrap.
+        Seed of the bootstrap, a non-negative integer (numpy integers
+        accepted).
 
     Returns
     -------
@@ -588,9 +614,12 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     positional effect beyond :math:`L`); the tail model extrapolates from
     :math:`p \ge 1/L` to :math:`p = 1/n`.  With :math:`L = 64` keys the
     tail spans under two decades of :math:`p` and the interval is wide; the
-    chapter measures how wide.  The factor holds the rows' point in the
-    critical window (their top weight), not their entropy when they are
-    diffuse (``operating_point < 1``).
+    chapter measures how wide.  The factor estimates the ratio
+    :math:`\alpha_c(n)/\alpha_c(L)` of the two-end critical scale (the
+    chapter's eq-two-end-scale, :math:`\alpha_c = 1/a_n` at the top end),
+    not the factor that holds the top weight at :math:`2\alpha_c`; the two
+    differ by a few percent at these sizes.  The intervals reach their
+    nominal coverage only on rows exactly in the tail models.
 
     See Also
     --------
@@ -611,7 +640,7 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     >>> bool(1.5 < out.shape < 3.0)
     True
     """
-    x, n, k = _diagnose_arguments(scores, lengths, tail, level, resamples)
+    x, n, k = _diagnose_arguments(scores, lengths, tail, level, resamples, seed)
     rows, L = x.shape
     spacing, depth, ordered, scale = _spacings(x, k)
     fits = _tail_fits(spacing.mean(axis=0), L, k)
@@ -658,10 +687,11 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         factor=np.asarray(factor, dtype=float),
         factor_interval=interval,
         level=float(level),
+        domain=LAW_DOMAINS["planted" if planted else name],
     )
 
 
-def _diagnose_arguments(scores, lengths, tail, level, resamples):
+def _diagnose_arguments(scores, lengths, tail, level, resamples, seed=0):
     """The checked arguments of :func:`diagnose_law`: the rows, the target lengths (1-D) and k."""
     x = _validate.real_array(scores, "scores")
     if x.ndim != 2:
@@ -676,15 +706,29 @@ def _diagnose_arguments(scores, lengths, tail, level, resamples):
         raise ValueError(f"lengths must be <= 1e15, got {n[n > 1e15].flat[0]:g}")
     n = np.atleast_1d(n).ravel()
     if tail is None:
-        k = max(4, L // 4)
+        k = max(4, min(L // 4, _MAX_DEFAULT_TAIL))
     else:
         if isinstance(tail, bool) or not isinstance(tail, (int, np.integer)) or not 4 <= tail < L:
             raise ValueError(f"tail must be an integer in [4, keys), got {tail!r}")
         k = int(tail)
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
     if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 20:
         raise ValueError(f"resamples must be an integer >= 20, got {resamples!r}")
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.integer, np.floating)):
+        raise TypeError(f"level must be a real number in (0, 1), got {type(level).__name__}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative integer, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    # bounded cost: the bootstrap holds (resamples, k) spacing means
+    need = 8.0 * resamples * (k + rows)
+    if need > _MAX_BOOTSTRAP_BYTES:
+        raise ValueError(
+            f"tail and resamples: the bootstrap would hold {need / 1e9:.1f} GB "
+            f"(resamples * (tail + rows) * 8 bytes, at most {_MAX_BOOTSTRAP_BYTES / 1e9:.0f} GB); "
+            "pass a smaller tail or fewer resamples"
+        )
     return x, n, k
 
 
