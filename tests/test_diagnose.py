@@ -16,7 +16,15 @@ from scipy.special import ndtri
 from scipy.stats import genpareto, norm
 
 import attnscale as at
-from attnscale.diagnose import LAW_DOMAINS, LAW_FORMULAS, _free_energy
+from attnscale.diagnose import (
+    BATTERY_COVERAGE,
+    LAW_DOMAINS,
+    LAW_FORMULAS,
+    RELIABLE_COVERAGE,
+    _free_energy,
+    coverage_battery,
+    reliability_table,
+)
 
 RNG_SEED = 20261203
 
@@ -501,3 +509,31 @@ def test_default_tail_is_capped_so_the_bootstrap_is_bounded():
     a = at.diagnose_law(rows, [160000], resamples=20)
     b = at.diagnose_law(rows, [160000], resamples=20, tail=4096)
     np.testing.assert_array_equal(a.factor, b.factor)
+
+
+def test_battery_coverage_holds_on_fresh_draws():
+    # the stored coverage (30 draws per law and size, seed 0) against 8 fresh
+    # draws per law and size (seed 1): each cell within 3 binomial standard
+    # errors, and every cell flagged reliable at least 0.85 - 3 SE
+    records = coverage_battery(draws=8, seed=1)
+    fresh = reliability_table(records)
+    for key, stored in BATTERY_COVERAGE.items():
+        hits = [r["covered"] for r in records if (r["read"], r["keys"]) == key]
+        if len(hits) < 8:
+            continue
+        se = np.sqrt(max(stored * (1 - stored), 0.05) / len(hits))
+        assert abs(np.mean(hits) - stored) <= 3 * se + 1e-12, (key, np.mean(hits), stored, len(hits))
+        if stored >= RELIABLE_COVERAGE:
+            assert np.mean(hits) >= RELIABLE_COVERAGE - 3 * se, (key, np.mean(hits))
+    assert set(fresh) <= set(BATTERY_COVERAGE)
+
+
+def test_an_unreliable_reading_says_so():
+    rng = np.random.default_rng(RNG_SEED + 44)
+    out = at.diagnose_law(rng.normal(size=(64, 1024)), [16384], resamples=50)
+    assert out.domain == "gumbel" and not out.reliable
+    assert out.reading == "unreliable for this reading"
+    planted = _rows("planted", rng, rows=16, keys=64)
+    out = at.diagnose_law(planted, [1024], resamples=50)
+    assert out.domain == "planted" and out.reliable and out.coverage >= 0.85
+    assert not at.diagnose_law(planted, [1024], resamples=50, level=0.8).reliable
