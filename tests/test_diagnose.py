@@ -537,3 +537,13 @@ def test_an_unreliable_reading_says_so():
     out = at.diagnose_law(planted, [1024], resamples=50)
     assert out.domain == "planted" and out.reliable and out.coverage >= 0.85
     assert not at.diagnose_law(planted, [1024], resamples=50, level=0.8).reliable
+
+
+def test_bulk_moments_against_sorting():
+    from attnscale.diagnose import _bulk_moments
+
+    x = np.random.default_rng(RNG_SEED + 45).normal(3.0, 2.0, size=(9, 500))
+    ordered = -np.sort(-x, axis=-1)
+    top, mean, sd = _bulk_moments(x, ordered[:, 0])
+    np.testing.assert_allclose(mean, ordered[:, 1:].mean(axis=-1), rtol=1e-12)
+    np.testing.assert_allclose(sd, ordered[:, 1:].std(axis=-1), rtol=1e-10)

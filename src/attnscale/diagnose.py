@@ -389,7 +389,9 @@ _MAX_BOOTSTRAP_BYTES = 2e9
 
 def _spacings(rows, k):
     """Normalized spacings i (X_(i) - X_(i+1)) / scale per row, i = 1..k; and the row summaries."""
-    x = -np.sort(-rows, axis=-1)  # descending
+    # only the k + 1 largest of each row are sorted (bounded extra memory)
+    L = rows.shape[-1]
+    x = -np.sort(-np.partition(rows, L - k - 1, axis=-1)[:, L - k - 1 :], axis=-1)  # descending
     q75, q50, q25 = np.percentile(rows, [75, 50, 25], axis=-1)
     scale = q75 - q25
     bad = ~(scale > 0)
@@ -676,11 +678,11 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     planted_fraction, operating = _planted_margin(spacing, scale, fits[model][0], slope, model, L)
     planted = planted_fraction > _PLANTED_FRACTION
     if planted:
-        target, bulk = ordered[:, 0], ordered[:, 1:]
-        per_row = planted_length_factor(target, bulk.mean(axis=-1), bulk.std(axis=-1), n, L)
+        target, bulk_mean, bulk_sd = _bulk_moments(x, ordered[:, 0])
+        per_row = planted_length_factor(target, bulk_mean, bulk_sd, n, L)
         factor = _nan_median(per_row)
         boot_factor = _nan_median(np.moveaxis(per_row[picks], 1, 0))
-        operating = float(np.median(1.0 / np.sum(np.exp(ordered - target[:, None]), axis=-1)))
+        operating = float(np.median(1.0 / np.exp(x - target[:, None]).sum(axis=-1)))
     with np.errstate(invalid="ignore"):  # infinite factors or shapes: inf - inf inside the interpolation
         unbounded = np.where(np.isnan(boot_factor), np.inf, boot_factor)
         interval = np.quantile(unbounded, tails, axis=0, method="nearest")
@@ -748,6 +750,18 @@ def reliability_table(records):
         hits = [r["covered"] for r in records if (r["read"], r["keys"]) == key]
         out[key] = float(np.mean(hits))
     return out
+
+
+def _bulk_moments(x, target):
+    """Each row's top value and the mean and standard deviation (ddof 0) of the other keys.
+
+    Two passes over the rows, without sorting them: the mean from the row sum,
+    the variance from the centred squares less the top key's share.
+    """
+    L = x.shape[-1]
+    mean = (x.sum(axis=-1) - target) / (L - 1)
+    centred = np.square(x - mean[:, None]).sum(axis=-1) - (target - mean) ** 2
+    return target, mean, np.sqrt(np.maximum(centred, 0.0) / (L - 1))
 
 
 def _diagnose_arguments(scores, lengths, tail, level, resamples, seed=0):
