@@ -338,14 +338,14 @@ class LawDiagnosis:
     level : float
         Coverage of the intervals.
     domain : str
-        The extreme-value domain of ``law`` (:data:`LAW_DOMAINS`):
+        The extreme-value domain of ``law`` (``attnscale.diagnose.LAW_DOMAINS``):
         ``"gumbel"`` (Weibull-type, index :math:`\\beta`),
         ``"reverse-weibull"`` (bounded top, :math:`\\kappa`), ``"frechet"``
         (Pareto, :math:`\\gamma`) or ``"planted"``.  ``law`` keeps the
         older names.
     coverage : float
-        The interval's coverage measured on :func:`coverage_battery` for
-        this domain at the nearest battery size (:data:`BATTERY_COVERAGE`).
+        The interval's coverage measured on ``attnscale.diagnose.coverage_battery`` for
+        this domain at the nearest battery size (``BATTERY_COVERAGE``).
     reliable : bool
         ``coverage >= 0.85``, and ``level`` is 0.9 (the level measured).
     reading : str
@@ -630,8 +630,8 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     chapter measures how wide.  The factor estimates the ratio
     :math:`\alpha_c(n)/\alpha_c(L)` of the two-end critical scale (the
     chapter's eq-two-end-scale, :math:`\alpha_c = 1/a_n` at the top end),
-    not the factor that holds the top weight at :math:`2\alpha_c`; the two
-    differ by a few percent at these sizes.  The intervals reach their
+    not the factor that holds the top weight at :math:`2\alpha_c` (a
+    different target, not estimated here).  The intervals reach their
     nominal coverage only on rows exactly in the tail models.
 
     See Also
@@ -714,7 +714,7 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     )
 
 
-#: Measured coverage of the 90% factor interval on :func:`coverage_battery`
+#: Measured coverage of the 90% factor interval on ``coverage_battery``
 #: (30 draws of each of its nine laws per size, seed 0, resamples 100), by
 #: the domain the diagnostic read and the battery size nearest the head's
 #: keys.  Regenerate with ``reliability_table(coverage_battery(draws=30))``;
@@ -744,7 +744,7 @@ def _battery_keys(keys):
 
 
 def reliability_table(records):
-    """Coverage by (domain read, keys) from :func:`coverage_battery` records."""
+    """Coverage by (domain read, keys) from ``coverage_battery`` records."""
     out = {}
     for key in sorted({(r["read"], r["keys"]) for r in records}):
         hits = [r["covered"] for r in records if (r["read"], r["keys"]) == key]
@@ -899,7 +899,7 @@ BATTERY_SIZES = ((16, 64), (64, 1024), (16, 16384))
 def coverage_battery(draws=30, sizes=BATTERY_SIZES, level=0.9, resamples=100, seed=0, ratio=16.0):
     """Coverage of :func:`diagnose_law`'s factor interval, measured by simulation.
 
-    For every law of :func:`_battery_laws` and every size, ``draws`` heads
+    For every law of ``_battery_laws`` and every size, ``draws`` heads
     are drawn and diagnosed; a draw covers when its interval holds the
     law's own two-end ratio :math:`\\alpha_c(rL)/\\alpha_c(L)` (planted rows:
     the planted factor), with :math:`r` = ``ratio``.
