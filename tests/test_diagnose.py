@@ -16,7 +16,15 @@ from scipy.special import ndtri
 from scipy.stats import genpareto, norm
 
 import attnscale as at
-from attnscale.theory.diagnose import _free_energy
+from attnscale.theory.diagnose import (
+    BATTERY_COVERAGE,
+    LAW_DOMAINS,
+    LAW_FORMULAS,
+    RELIABLE_COVERAGE,
+    _free_energy,
+    coverage_battery,
+    reliability_table,
+)
 
 RNG_SEED = 20261203
 
@@ -307,6 +315,12 @@ def test_diagnostic_is_reproducible_and_seeded():
         (dict(tail=8.0), "tail"),
         (dict(level=1.0), "level"),
         (dict(resamples=5), "resamples"),
+        (dict(level="a"), "level"),
+        (dict(level=True), "level"),
+        (dict(seed=-1), "seed"),
+        (dict(seed="a"), "seed"),
+        (dict(seed=1.5), "seed"),
+        (dict(resamples=10**7), "tail and resamples"),
     ],
 )
 def test_diagnostic_refuses_bad_input(kwargs, match):
@@ -462,3 +476,74 @@ def test_intervals_cover_at_their_level():
     assert factor.mean() >= 0.85, got
     assert factor.min() >= 0.78, got
     assert shape.mean() >= 0.85, got
+
+
+def test_numpy_scalars_are_accepted_for_level_and_seed():
+    rows = _rows("gaussian", np.random.default_rng(RNG_SEED + 41), rows=16, keys=256)
+    a = at.diagnose_law(rows, [1024], resamples=30, seed=np.int64(3), level=np.float32(0.9))
+    b = at.diagnose_law(rows, [1024], resamples=30, seed=3, level=0.9)
+    np.testing.assert_allclose(a.factor_interval, b.factor_interval, rtol=1e-6)
+
+
+def test_domains_carry_the_extreme_value_names():
+    # the domain of attraction of each reading, with law keeping its old name
+    rng = np.random.default_rng(RNG_SEED + 42)
+    cases = {
+        "gaussian": ("weibull", "gumbel"),
+        "pareto": ("pareto", "frechet"),
+        "planted": ("planted", "planted"),
+    }
+    for law, (name, domain) in cases.items():
+        out = at.diagnose_law(_rows(law, rng), [4096], resamples=20)
+        assert (out.law, out.domain) == (name, domain)
+    bounded = _unit_vectors_first_coordinate(6, (64, 2048), rng)
+    out = at.diagnose_law(bounded, [4096], resamples=20)
+    assert (out.law, out.domain) == ("bounded", "reverse-weibull")
+    assert set(LAW_DOMAINS) == set(LAW_FORMULAS)
+
+
+def test_default_tail_is_capped_so_the_bootstrap_is_bounded():
+    # 8 rows of 40000 keys: the top quarter would be 10000 order statistics;
+    # the default stops at 4096, so the factor equals the one with tail=4096
+    rows = np.random.default_rng(RNG_SEED + 43).normal(size=(8, 40000))
+    a = at.diagnose_law(rows, [160000], resamples=20)
+    b = at.diagnose_law(rows, [160000], resamples=20, tail=4096)
+    np.testing.assert_array_equal(a.factor, b.factor)
+
+
+def test_battery_coverage_holds_on_fresh_draws():
+    # the stored coverage (30 draws per law and size, seed 0) against 8 fresh
+    # draws per law and size (seed 1): each cell within 3 binomial standard
+    # errors, and every cell flagged reliable at least 0.85 - 3 SE
+    records = coverage_battery(draws=8, seed=1)
+    fresh = reliability_table(records)
+    for key, stored in BATTERY_COVERAGE.items():
+        hits = [r["covered"] for r in records if (r["read"], r["keys"]) == key]
+        if len(hits) < 8:
+            continue
+        se = np.sqrt(max(stored * (1 - stored), 0.05) / len(hits))
+        assert abs(np.mean(hits) - stored) <= 3 * se + 1e-12, (key, np.mean(hits), stored, len(hits))
+        if stored >= RELIABLE_COVERAGE:
+            assert np.mean(hits) >= RELIABLE_COVERAGE - 3 * se, (key, np.mean(hits))
+    assert set(fresh) <= set(BATTERY_COVERAGE)
+
+
+def test_an_unreliable_reading_says_so():
+    rng = np.random.default_rng(RNG_SEED + 44)
+    out = at.diagnose_law(rng.normal(size=(64, 1024)), [16384], resamples=50)
+    assert out.domain == "gumbel" and not out.reliable
+    assert out.reading == "unreliable for this reading"
+    planted = _rows("planted", rng, rows=16, keys=64)
+    out = at.diagnose_law(planted, [1024], resamples=50)
+    assert out.domain == "planted" and out.reliable and out.coverage >= 0.85
+    assert not at.diagnose_law(planted, [1024], resamples=50, level=0.8).reliable
+
+
+def test_bulk_moments_against_sorting():
+    from attnscale.theory.diagnose import _bulk_moments
+
+    x = np.random.default_rng(RNG_SEED + 45).normal(3.0, 2.0, size=(9, 500))
+    ordered = -np.sort(-x, axis=-1)
+    top, mean, sd = _bulk_moments(x, ordered[:, 0])
+    np.testing.assert_allclose(mean, ordered[:, 1:].mean(axis=-1), rtol=1e-12)
+    np.testing.assert_allclose(sd, ordered[:, 1:].std(axis=-1), rtol=1e-10)

@@ -66,6 +66,17 @@ LAW_FORMULAS = {
 }
 
 
+#: The extreme-value domain of attraction of each reading (de Haan and
+#: Ferreira 2006): Weibull-type tails are in the Gumbel domain, bounded tops
+#: in the reverse-Weibull domain, Pareto tails in the Frechet domain.
+LAW_DOMAINS = {
+    "planted": "planted",
+    "weibull": "gumbel",
+    "bounded": "reverse-weibull",
+    "pareto": "frechet",
+}
+
+
 def accumulation_scale(gaps):
     r"""The accumulation scale :math:`A = \sup_{t>0}\log(1 + N(t))/t` of rows of gaps.
 
@@ -326,6 +337,20 @@ class LawDiagnosis:
         Shape ``(2, len(lengths))``: the bootstrap interval of ``factor``.
     level : float
         Coverage of the intervals.
+    domain : str
+        The extreme-value domain of ``law`` (``attnscale.diagnose.LAW_DOMAINS``):
+        ``"gumbel"`` (Weibull-type, index :math:`\\beta`),
+        ``"reverse-weibull"`` (bounded top, :math:`\\kappa`), ``"frechet"``
+        (Pareto, :math:`\\gamma`) or ``"planted"``.  ``law`` keeps the
+        older names.
+    coverage : float
+        The interval's coverage measured on ``attnscale.diagnose.coverage_battery`` for
+        this domain at the nearest battery size (``BATTERY_COVERAGE``).
+    reliable : bool
+        ``coverage >= 0.85``, and ``level`` is 0.9 (the level measured).
+    reading : str
+        ``"unreliable for this reading"`` when not ``reliable``, else the
+        measured coverage in words.
     """
 
     law: str
@@ -339,6 +364,10 @@ class LawDiagnosis:
     factor: np.ndarray
     factor_interval: np.ndarray
     level: float
+    domain: str = ""
+    coverage: float = float("nan")
+    reliable: bool = False
+    reading: str = ""
 
 
 #: Rows whose top gap exceeds this many fitted tail scales are outliers:
@@ -351,11 +380,18 @@ _PLANTED_FRACTION = 0.5
 #: Gaussian rows rounded until half their top-quarter spacings vanish move
 #: the factor at 16L by under 1% (tests/test_diagnose.py measures it).
 _MAX_TIED = 0.5
+#: The default tail is the top quarter of each row, but at most this many
+#: order statistics (the battery's largest rows, 16384 keys, use 4096).
+_MAX_DEFAULT_TAIL = 4096
+#: The bootstrap's spacing means may take at most this many bytes.
+_MAX_BOOTSTRAP_BYTES = 2e9
 
 
 def _spacings(rows, k):
     """Normalized spacings i (X_(i) - X_(i+1)) / scale per row, i = 1..k; and the row summaries."""
-    x = -np.sort(-rows, axis=-1)  # descending
+    # only the k + 1 largest of each row are sorted (bounded extra memory)
+    L = rows.shape[-1]
+    x = -np.sort(-np.partition(rows, L - k - 1, axis=-1)[:, L - k - 1 :], axis=-1)  # descending
     q75, q50, q25 = np.percentile(rows, [75, 50, 25], axis=-1)
     scale = q75 - q25
     bad = ~(scale > 0)
@@ -567,13 +603,16 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         Target lengths :math:`n` (``2 <= n <= 1e15``).
     tail : int, optional
         Upper order statistics used, :math:`k` (``4 <= k < keys``); default
-        ``max(4, keys // 4)`` (the top quarter of each row).
+        ``max(4, min(keys // 4, 4096))`` (the top quarter of each row, at
+        most 4096 order statistics).  ``resamples * (k + rows)`` doubles
+        must fit in 2 GB, else ValueError.
     level : float
         Coverage of the bootstrap intervals, in (0, 1).
     resamples : int
         Bootstrap resamples of the rows (``>= 20``).
     seed : int
-        Seed of the bootstrap.
+        Seed of the bootstrap, a non-negative integer (numpy integers
+        accepted).
 
     Returns
     -------
@@ -588,9 +627,12 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     positional effect beyond :math:`L`); the tail model extrapolates from
     :math:`p \ge 1/L` to :math:`p = 1/n`.  With :math:`L = 64` keys the
     tail spans under two decades of :math:`p` and the interval is wide; the
-    chapter measures how wide.  The factor holds the rows' point in the
-    critical window (their top weight), not their entropy when they are
-    diffuse (``operating_point < 1``).
+    chapter measures how wide.  The factor estimates the ratio
+    :math:`\alpha_c(n)/\alpha_c(L)` of the two-end critical scale (the
+    chapter's eq-two-end-scale, :math:`\alpha_c = 1/a_n` at the top end),
+    not the factor that holds the top weight at :math:`2\alpha_c` (a
+    different target, not estimated here).  The intervals reach their
+    nominal coverage only on rows exactly in the tail models.
 
     See Also
     --------
@@ -611,7 +653,7 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     >>> bool(1.5 < out.shape < 3.0)
     True
     """
-    x, n, k = _diagnose_arguments(scores, lengths, tail, level, resamples)
+    x, n, k = _diagnose_arguments(scores, lengths, tail, level, resamples, seed)
     rows, L = x.shape
     spacing, depth, ordered, scale = _spacings(x, k)
     fits = _tail_fits(spacing.mean(axis=0), L, k)
@@ -636,16 +678,19 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     planted_fraction, operating = _planted_margin(spacing, scale, fits[model][0], slope, model, L)
     planted = planted_fraction > _PLANTED_FRACTION
     if planted:
-        target, bulk = ordered[:, 0], ordered[:, 1:]
-        per_row = planted_length_factor(target, bulk.mean(axis=-1), bulk.std(axis=-1), n, L)
+        target, bulk_mean, bulk_sd = _bulk_moments(x, ordered[:, 0])
+        per_row = planted_length_factor(target, bulk_mean, bulk_sd, n, L)
         factor = _nan_median(per_row)
         boot_factor = _nan_median(np.moveaxis(per_row[picks], 1, 0))
-        operating = float(np.median(1.0 / np.sum(np.exp(ordered - target[:, None]), axis=-1)))
+        operating = float(np.median(1.0 / np.exp(x - target[:, None]).sum(axis=-1)))
     with np.errstate(invalid="ignore"):  # infinite factors or shapes: inf - inf inside the interpolation
         unbounded = np.where(np.isnan(boot_factor), np.inf, boot_factor)
         interval = np.quantile(unbounded, tails, axis=0, method="nearest")
         shape_lo, shape_hi = np.quantile(boot_shape, tails, method="nearest")
     name, shape = _law_name(model, slope)
+    domain = LAW_DOMAINS["planted" if planted else name]
+    coverage = BATTERY_COVERAGE.get((domain, _battery_keys(L)), float("nan"))
+    reliable = bool(coverage >= RELIABLE_COVERAGE and abs(level - 0.9) < 1e-6)
     return LawDiagnosis(
         law="planted" if planted else name,
         formula=LAW_FORMULAS["planted" if planted else name],
@@ -658,10 +703,68 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         factor=np.asarray(factor, dtype=float),
         factor_interval=interval,
         level=float(level),
+        domain=domain,
+        coverage=coverage,
+        reliable=reliable,
+        reading=(
+            f"measured coverage {coverage:.2f} on the battery"
+            if reliable
+            else "unreliable for this reading"
+        ),
     )
 
 
-def _diagnose_arguments(scores, lengths, tail, level, resamples):
+#: Measured coverage of the 90% factor interval on ``coverage_battery``
+#: (30 draws of each of its nine laws per size, seed 0, resamples 100), by
+#: the domain the diagnostic read and the battery size nearest the head's
+#: keys.  Regenerate with ``reliability_table(coverage_battery(draws=30))``;
+#: tests/test_diagnose.py re-measures it on fresh draws.
+BATTERY_COVERAGE = {
+    ("gumbel", 64): 0.90,
+    ("gumbel", 1024): 0.59,
+    ("gumbel", 16384): 0.52,
+    ("reverse-weibull", 64): 0.88,
+    ("reverse-weibull", 1024): 0.52,
+    ("reverse-weibull", 16384): 0.45,
+    ("frechet", 64): 0.88,
+    ("frechet", 1024): 0.77,
+    ("frechet", 16384): 0.84,
+    ("planted", 64): 1.00,
+    ("planted", 1024): 0.90,
+    ("planted", 16384): 0.83,
+}
+#: Below this measured coverage a reading is flagged unreliable.
+RELIABLE_COVERAGE = 0.85
+
+
+def _battery_keys(keys):
+    """The battery size (64, 1024 or 16384 keys) nearest ``keys`` on a log scale."""
+    sizes = np.array([k for _, k in BATTERY_SIZES], dtype=float)
+    return int(sizes[np.argmin(np.abs(np.log(sizes) - np.log(float(keys))))])
+
+
+def reliability_table(records):
+    """Coverage by (domain read, keys) from ``coverage_battery`` records."""
+    out = {}
+    for key in sorted({(r["read"], r["keys"]) for r in records}):
+        hits = [r["covered"] for r in records if (r["read"], r["keys"]) == key]
+        out[key] = float(np.mean(hits))
+    return out
+
+
+def _bulk_moments(x, target):
+    """Each row's top value and the mean and standard deviation (ddof 0) of the other keys.
+
+    Two passes over the rows, without sorting them: the mean from the row sum,
+    the variance from the centred squares less the top key's share.
+    """
+    L = x.shape[-1]
+    mean = (x.sum(axis=-1) - target) / (L - 1)
+    centred = np.square(x - mean[:, None]).sum(axis=-1) - (target - mean) ** 2
+    return target, mean, np.sqrt(np.maximum(centred, 0.0) / (L - 1))
+
+
+def _diagnose_arguments(scores, lengths, tail, level, resamples, seed=0):
     """The checked arguments of :func:`diagnose_law`: the rows, the target lengths (1-D) and k."""
     x = _validate.real_array(scores, "scores")
     if x.ndim != 2:
@@ -676,15 +779,29 @@ def _diagnose_arguments(scores, lengths, tail, level, resamples):
         raise ValueError(f"lengths must be <= 1e15, got {n[n > 1e15].flat[0]:g}")
     n = np.atleast_1d(n).ravel()
     if tail is None:
-        k = max(4, L // 4)
+        k = max(4, min(L // 4, _MAX_DEFAULT_TAIL))
     else:
         if isinstance(tail, bool) or not isinstance(tail, (int, np.integer)) or not 4 <= tail < L:
             raise ValueError(f"tail must be an integer in [4, keys), got {tail!r}")
         k = int(tail)
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
     if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 20:
         raise ValueError(f"resamples must be an integer >= 20, got {resamples!r}")
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.integer, np.floating)):
+        raise TypeError(f"level must be a real number in (0, 1), got {type(level).__name__}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative integer, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    # bounded cost: the bootstrap holds (resamples, k) spacing means
+    need = 8.0 * resamples * (k + rows)
+    if need > _MAX_BOOTSTRAP_BYTES:
+        raise ValueError(
+            f"tail and resamples: the bootstrap would hold {need / 1e9:.1f} GB "
+            f"(resamples * (tail + rows) * 8 bytes, at most {_MAX_BOOTSTRAP_BYTES / 1e9:.0f} GB); "
+            "pass a smaller tail or fewer resamples"
+        )
     return x, n, k
 
 
@@ -732,3 +849,93 @@ def _nan_median(per_row):
     """Median over rows (axis 0), a broken row (NaN) counting as an infinite factor."""
     with np.errstate(invalid="ignore"):
         return np.quantile(np.where(np.isnan(per_row), np.inf, per_row), 0.5, axis=0, method="nearest")
+
+
+def _battery_laws():
+    """The coverage battery: every law the chapter names, as (name, sampler, alpha_c(n), domain).
+
+    The i.i.d. laws' ``alpha_c`` is the two-end scale of :func:`iid_critical_scale`
+    written with SciPy's quantile and density (an independent route); the
+    planted rows' is :func:`planted_length_factor` at the population values.
+    """
+    from scipy import stats as st
+
+    def two_end(dist):
+        def alpha_c(n):
+            top = dist.isf(1.0 / n)
+            return np.maximum(n * dist.pdf(top), np.log(n / 2.0) / (top - dist.median()))
+
+        return alpha_c
+
+    iid = {
+        "Gaussian": (st.norm(), "gumbel"),
+        "Weibull-type, beta = 4": (st.weibull_min(4.0), "gumbel"),
+        "exponential (beta = 1)": (st.expon(), "gumbel"),
+        "Weibull-type, beta = 0.7": (st.weibull_min(0.7), "gumbel"),
+        "uniform (kappa = 0)": (st.uniform(), "reverse-weibull"),
+        "cosine, d = 6 (kappa = 1.5)": (st.beta(2.5, 2.5, loc=-1.0, scale=2.0), "reverse-weibull"),
+        "cosine, d = 32 (kappa = 14.5)": (st.beta(15.5, 15.5, loc=-1.0, scale=2.0), "reverse-weibull"),
+        "Pareto, gamma = 2": (st.pareto(2.0), "frechet"),
+    }
+    out = [
+        (name, (lambda r, s, dist=dist: dist.rvs(size=s, random_state=r)), two_end(dist), domain)
+        for name, (dist, domain) in iid.items()
+    ]
+
+    def planted(r, s):
+        x = r.normal(size=s)
+        x[:, 0] = 7.0
+        return x
+
+    out.append(("planted, Delta = 7 over N(0, 1)", planted, None, "planted"))
+    return out
+
+
+#: The battery's sizes (rows, keys): the smallest and largest a head gives
+#: the diagnostic, and one between.
+BATTERY_SIZES = ((16, 64), (64, 1024), (16, 16384))
+
+
+def coverage_battery(draws=30, sizes=BATTERY_SIZES, level=0.9, resamples=100, seed=0, ratio=16.0):
+    """Coverage of :func:`diagnose_law`'s factor interval, measured by simulation.
+
+    For every law of ``_battery_laws`` and every size, ``draws`` heads
+    are drawn and diagnosed; a draw covers when its interval holds the
+    law's own two-end ratio :math:`\\alpha_c(rL)/\\alpha_c(L)` (planted rows:
+    the planted factor), with :math:`r` = ``ratio``.
+
+    Returns
+    -------
+    list of dict
+        One record per draw: ``law``, ``rows``, ``keys``, ``domain`` (the
+        law's), ``read`` (the domain read), ``covered``, ``factor``,
+        ``truth``.
+    """
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise ValueError(f"draws must be a positive integer, got {draws!r}")
+    rng = np.random.default_rng(seed)
+    records = []
+    for name, draw, alpha_c, domain in _battery_laws():
+        for rows, keys in sizes:
+            n = ratio * keys
+            if alpha_c is None:
+                truth = float(planted_length_factor(7.0, 0.0, 1.0, n, keys))
+            else:
+                truth = float(alpha_c(n) / alpha_c(float(keys)))
+            for j in range(draws):
+                x = draw(rng, (rows, keys))
+                out = diagnose_law(x, [n], level=level, resamples=resamples, seed=j)
+                lo, hi = out.factor_interval[:, 0]
+                records.append(
+                    dict(
+                        law=name,
+                        rows=rows,
+                        keys=keys,
+                        domain=domain,
+                        read=out.domain,
+                        covered=bool(lo <= truth <= hi),
+                        factor=float(out.factor[0]),
+                        truth=truth,
+                    )
+                )
+    return records
