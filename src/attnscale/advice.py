@@ -83,12 +83,11 @@ LENGTH_VERDICT = (
     ROPE_FIRST
     + ".  In the book's small RoPE decoders, YaRN applied at test led every other test-time rule at "
     "$16L$ (position interpolation, an NTK-aware base with or without a $\\log n$ factor, Qwen's "
-    "dynamic NTK, YaRN without its logit factor), and a short fine-tune at the target length added a "
-    "little.  The $\\log n/\\log L$ factor on every head comes second, and only for heads without "
+    "dynamic NTK, YaRN without its logit factor), and a short fine-tune at $4L$ added a little.  The $\\log n/\\log L$ factor on every head comes second, and only for heads without "
     "positions: there it won back over half of the recall lost by $16L$.  Confidence: medium for "
     "the models tested here; low carried to a 4k to 32k model, since the sweep built to match such a "
-    "model's rotary spectrum did not learn the task, and the carry rests only on the factor's law not "
-    "drifting with $L$ over the lengths tested"
+    "model's rotary spectrum did not learn the task; the carry rests on the factor's law holding "
+    "steady as $L$ grows"
 )
 
 
