@@ -1327,7 +1327,7 @@ def probe_page(tmp_path_factory, serve_folder):
     shutil.copy(ROOT / "book" / "references.bib", root / "book")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/probe\n")
     text = (ROOT / "book" / "recipes.md").read_text()
-    start, end = text.index("(sec-calculator-page)="), text.index("(sec-sources-report)=")
+    start, end = text.index("(sec-calculator-page)="), text.index("(sec-apply-factor)=")
     (root / "book" / "probe.md").write_text("# Probe\n\n" + text[start:end])
     # the build imports the attnscale this test imports (the worktree's)
     env = dict(os.environ, PYTHONPATH=str(Path(at.__file__).resolve().parents[1]))
@@ -1707,7 +1707,7 @@ def test_notebook_download_drops_the_form_and_keeps_the_sentence():
     """In the .ipynb download the form (html only) is left out; the PDF's sentence stays."""
     module = load_extension("notebook_downloads")
     text = (ROOT / "book" / "recipes.md").read_text()
-    section = text[text.index("(sec-calculator-page)=") : text.index("(sec-sources-report)=")]
+    section = text[text.index("(sec-calculator-page)=") : text.index("(sec-apply-factor)=")]
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": section}]}
     markdown = module.reader_copy(notebook, {})["cells"][0]["source"]
     assert "<form" not in markdown and "{only}" not in markdown and "{raw}" not in markdown
@@ -1742,9 +1742,9 @@ def _latex_power(x):
 
 
 def test_the_prose_states_what_the_tests_and_the_page_hold():
-    """The calculator section's numbers are the tolerances above and the page's own cut, not typed anew."""
-    prose = (ROOT / "book" / "recipes.md").read_text()
-    prose = prose[prose.index("(sec-calculator-page)=") : prose.index("(sec-sources-report)=")]
+    """The form's internals (evidence appendix) state the tolerances above and the page's cut, not typed anew."""
+    prose = (ROOT / "book" / "evidence-calculator.md").read_text()
+    prose = prose[prose.index("(sec-calculator-port)=") : prose.index("(sec-sources-report)=")]
     for tolerance in (INTERPOLATED, QUADRATURE, ROUNDED, CAUSAL):
         assert f"${_latex_power(tolerance)}$" in prose, (tolerance, _latex_power(tolerance))
     cut = re.search(r"const COSINE_LIMIT_FROM_D = ([\d.]+);", SCRIPT.read_text()).group(1)

@@ -257,7 +257,7 @@ def test_calculator_scales_the_length_rules_by_the_measured_head():
 def test_recommendation_record():
     rec = at.recommend_scale(128, 4096, train_length=512)
     names = [e.criterion for e in rec.entries]
-    assert rec.entries[0].key == "qwen" and "standard 1/sqrt(d)" in names  # the marked answer
+    assert rec.entries[0].key == "yarn" and "standard 1/sqrt(d)" in names  # the marked answer
     assert any(name.startswith("gradient") for name in names)
     assert any(name.startswith("YaRN") for name in names)
     for entry in rec.entries:
@@ -354,7 +354,7 @@ def _entries(rec):
 
 
 def _keyed(rec):
-    """The entries by the key of their rule (practice.calculator.RULES), which no setting changes."""
+    """The entries by the key of their rule (attnscale.practice.calculator.RULES), which no setting changes."""
     return {e.key: e for e in rec.entries}
 
 
@@ -551,30 +551,27 @@ def test_qknorm_is_an_initial_value_not_a_published_scale():
     assert "published initial values, learned in training afterwards (not a scale to set):" in str(rec)
 
 
-def test_the_marked_length_row_says_to_extend_rope_first():
-    """The words under the marked row are the answers table's (advice.ROPE_FIRST), its factor filled in."""
+def test_the_marked_length_row_leads_with_yarn():
+    """Issue 39: the marked row past L is YaRN's, with its own factor; log n only without positions."""
     from attnscale.practice import advice
 
-    assert advice.ROPE_FIRST in at.answers()["length"].recommendation
+    assert advice.LENGTH_VERDICT.startswith(advice.ROPE_FIRST)
+    assert "YaRN" in at.answers()["length"].recommendation
+    assert "NTK-aware base" not in advice.ROPE_FIRST and "then" not in advice.ROPE_FIRST
     for measure in (dict(), dict(head_scale=2.0)):
         rec = at.recommend_scale(128, 32768, train_length=4096, **measure)
-        first = "for a head that must find one key among n: " + advice.ROPE_FIRST
-        assert rec.how.startswith(first + ": RoPE's base times (n/L)^(d/(d-2)) = ")
-        assert f"= {8 ** (128 / 126):.4g} here, with all d = 128 dimensions rotating" in rec.how
-        assert "then multiply the trained logits past L" in rec.how
-        assert f"by this row's factor, {math.log(32768) / math.log(4096):.4g} here" in rec.how
+        assert [e.key for e in rec.recommended] == ["yarn"]
+        yarn = (0.1 * math.log(8.0) + 1.0) ** 2  # YaRN's get_mscale, squared on the logits
+        assert rec.how.startswith("with RoPE, use YaRN: interpolate the rotary frequencies by part")
+        assert f"by this row's factor, {yarn:.4g} here, its own" in rec.how
+        assert "Without positions, multiply the trained logits past L by log n/log L" in rec.how
         text = " ".join(str(rec).split())
-        marked = text.index("Qwen log_L(n)")
-        assert text.index(" ".join(rec.how.split())) > marked  # under the marked row
         assert text.index(" ".join(rec.how.split())) < text.index("published rules")
     assert at.recommend_scale(128, 4096, train_length=4096).how == ""  # within L: the row says it all
-    # in a decoder: log t/log L per position past L, the printed factor the last position's
+    # in a decoder: one YaRN factor for every position; the log n fallback per position
     causal = at.recommend_scale(128, 32768, causal=True, train_length=4096)
-    assert "then multiply the trained logits of the query at each position t > L" in causal.how
-    assert (
-        "log t/log L" in causal.how
-        and f"this row's {math.log(32768) / math.log(4096):.4g} is the last" in causal.how
-    )
+    assert "dynamic YaRN rescales the whole cache" in causal.how
+    assert "multiply the query at each position t > L by log t/log L" in causal.how
 
 
 def test_a_contrastive_loss_marks_the_gradient_row_as_an_order_of_magnitude():
@@ -666,21 +663,13 @@ def test_cli_errors_are_the_calculators_words(args, message):
     assert done.stderr.strip() == f"python -m attnscale: error: {message}" or message in done.stderr
 
 
-def test_the_rope_base_and_the_tested_range_are_printed():
-    """Practitioner read: the stretched RoPE base's factor, and a note past the lengths the book tested."""
-    from attnscale.practice import length_rules
-
+def test_the_tested_range_is_printed():
+    """Practitioner read: a note past the lengths the book tested, none at 16L exactly."""
     rec = at.recommend_scale(128, 131072, causal=True, train_length=8192)
-    want = length_rules.ntk_rope_base(10000.0, 128, 8192, 131072) / 10000.0
-    assert f"RoPE's base times (n/L)^(d/(d-2)) = {want:.4g} here" in rec.how
+    assert "s = n/L" in rec.how
     assert not any(note.startswith("n/L = ") for note in rec.notes)  # 16L exactly is tested
     far = at.recommend_scale(128, 32 * 8192, train_length=8192)
-    assert "n/L = 32 is past the 16L the book tested: the log n factor there is an extrapolation" in far.notes
-    # head dimension 2: (n/L)^(d/(d-2)) has no value; the formula alone
-    assert (
-        "RoPE's base times (n/L)^(d/(d-2)), d the rotating"
-        in at.recommend_scale(2, 4096, train_length=512).how
-    )
+    assert "n/L = 32 is past the 16L the book tested: every length rule there is an extrapolation" in far.notes
 
 
 def test_a_cosine_heads_marked_row_says_how_to_use_it():

@@ -20,11 +20,16 @@ The recommendations, and the evidence each rests on:
   which reproduces the order of magnitude of published settings.
 * **decoders**: the same scale at every position; the gradient criterion
   cannot pick one.
-* **past the training length**: for a head that must find one key among
-  :math:`n`, a factor growing like :math:`\log n` on the trained logits
-  (Qwen's :math:`\log n/\log L`), after extending RoPE's frequencies
-  (:data:`LENGTH_VERDICT`), from the book's retrieval experiment; its
-  language model, which uses little long context, gained little from any rule.
+* **past the training length**: with RoPE, YaRN (by-part frequency
+  interpolation with its own logit factor), briefly fine-tuned at the target
+  length when one can; the :math:`\log n/\log L` factor on every head only
+  without positions (:data:`LENGTH_VERDICT`), from the book's carry sweep:
+  medium confidence for the models tested, low carried to a 4k to 32k model.
+
+Every cell of the answers table is at most 25 words; ``Answer.take_away``
+is the one short sentence a chapter may glue instead of the long verdict.
+The table's one base: :math:`\alpha` multiplies the unit-variance score
+:math:`q\cdot k/\sqrt d` (for normalized :math:`q, k`, :math:`\sqrt d\cos`).
 """
 
 from __future__ import annotations
@@ -34,20 +39,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models.training import TUNED_D, TUNED_LENGTHS, TUNED_MARGIN
 from ..support import _validate
-from ..support.formatting import format_number
 from ..theory.cosine import cosine_alpha_star
 from ..theory.decoder import gradient_fraction
+from ..support.formatting import format_number
 from ..theory.gaussian import gaussian_alpha_star
+from ..models.training import TUNED_D
 
 __all__ = [
     "CALCULATOR_HOW",
     "CALCULATOR_NTK",
     "CALCULATOR_ROWS",
+    "CARRIED_CONFIDENCE",
     "CONFIDENCE",
     "CONTRASTIVE_PRACTICE",
     "LENGTH_TESTED_RATIO",
+    "LENGTH_USE",
     "LENGTH_VERDICT",
     "ROPE_FIRST",
     "Answer",
@@ -56,30 +63,31 @@ __all__ = [
     "contrastive_ratios",
 ]
 
-#: What to do first with RoPE past the training length, in plain words: part of
+#: What to do with RoPE past the training length, in plain words: part of
 #: ``LENGTH_VERDICT`` and of the calculator's line under its marked row (``CALCULATOR_HOW``).
 ROPE_FIRST = (
-    "with RoPE, first extend the rotary frequencies (an NTK-aware base: the extension the book tested)"
+    "with RoPE, use YaRN: its by-part interpolation of the rotary frequencies with its own logit "
+    "factor, briefly fine-tuned at the target length when you can"
 )
 
-#: What the book's retrieval and language-model experiments (chapters
-#: *Retrieval past the training length*, *A needle in the text* and *A
-#: language model past its training length*) support about length rules;
-#: those chapters check every part of it against the sweeps' results.
+#: The answers table's cell for running past the training length (at most 25 words).
+LENGTH_USE = (
+    "with RoPE, YaRN (by-part frequency interpolation, its own logit factor), fine-tuned briefly at the "
+    "target length if possible; without positions, $\\log_L n$ on every head"
+)
+
+#: What the carry sweep (appendix *Evidence: the calculator and each rule against its release*,
+#: which glues its numbers from ``book/data/carry-*.json``) and the recall and needle sweeps support
+#: about length rules, at two confidence levels stated apart.
 LENGTH_VERDICT = (
-    "for a head that must find one key among $n$, multiply its trained logits past $L$ by a factor that "
-    "grows like $\\log n$, such as Qwen's $\\log n/\\log L$ applied at test; "
-    + ROPE_FIRST
-    + ", since no scale undoes rotations the model never saw.  In the book's recall models without "
-    "positions the factor won back over half of the accuracy lost by $16L$; with RoPE the frequency "
-    "extension was the larger repair on recall, and on a needle planted in text up to $8L$; at $16L$ on "
-    "the needle, where the extension alone held little, the factor added more and matched a $\\log n$ "
-    "factor trained in, though accuracy stayed far below its level at $L$.  The evidence is small "
-    "decoders trained at a short length and extended without fine-tuning, with the factor on every "
-    "head; the book's language model, which uses little long context, gained little from any rule with "
-    "its rotary frequencies unchanged and lost by every rule applied at test without positions, so "
-    "measure your own heads' best factor by retrieval accuracy on held-out data (a retrieval head is "
-    "one whose weight on the key it must find is largest)"
+    ROPE_FIRST
+    + ".  In the book's small RoPE decoders, YaRN applied at test led every other test-time rule at "
+    "$16L$ (position interpolation, an NTK-aware base with or without a $\\log n$ factor, Qwen's "
+    "dynamic NTK, YaRN without its logit factor), and a short fine-tune at $4L$ added a little.  The $\\log n/\\log L$ factor on every head comes second, and only for heads without "
+    "positions: there it won back over half of the recall lost by $16L$.  Confidence: medium for "
+    "the models tested here; low carried to a 4k to 32k model, since the sweep built to match such a "
+    "model's rotary spectrum did not learn the task; the carry rests on the factor's law holding "
+    "steady as $L$ grows"
 )
 
 
@@ -90,6 +98,11 @@ LENGTH_TESTED_RATIO = 16
 #: How sure the book is of each answer: high, medium or low (the reasons are in ``answers``).
 CONFIDENCE = {"dot": "high", "cosine": "low", "contrastive": "low", "decoder": "medium", "length": "medium"}
 
+#: The length answer's second confidence level, stated apart: carried from the book's small models
+#: to a 4k -> 32k model (the share-matched regime did not train; only the law's steadiness over L
+#: supports the carry).
+CARRIED_CONFIDENCE = "low"
+
 #: The rows of the scale calculator (keys of ``attnscale.practice.calculator.RULES``) that state each answer.
 #: (A contrastive loss is the calculator's ``contrastive`` switch: its answer is the gradient row.)
 CALCULATOR_ROWS = {
@@ -97,7 +110,7 @@ CALCULATOR_ROWS = {
     "cosine": ("standard",),
     "contrastive": ("gradient",),
     "decoder": ("standard",),
-    "length": ("qwen",),
+    "length": ("yarn",),
 }
 
 
@@ -108,25 +121,16 @@ CALCULATOR_ROWS = {
 #: row; an answer without an entry needs no words beyond its row).
 CALCULATOR_HOW = {
     "length": (
-        "for a head that must find one key among n: "
-        + ROPE_FIRST
-        + ": {ntk}; then multiply the trained logits past L by this row's factor, "
-        "{factor:.4g} here, at test, on every head and every query (each sees n keys). The book tested "
-        "it in decoders only, where the query at position t took log t/log L; in an encoder it is "
-        "untested. Without positions, the factor alone. A YaRN or LongRoPE extension puts its own "
-        "factor on the logits already: do not add this one to it; other extensions (position "
-        "interpolation, Llama 3's) were not tested. For language-model loss the book's evidence is "
-        "neutral to negative (ch. language-model)"
+        "with RoPE, use YaRN: interpolate the rotary frequencies by part for s = n/L and multiply the "
+        "logits by this row's factor, {factor:.4g} here, its own; fine-tune briefly at n when you can. "
+        "Without positions, multiply the trained logits past L by log n/log L on every head instead. "
+        "Tested in small decoders only (ch. recipes, evidence appendix)"
     ),
     "length causal": (
-        "for a head that must find one key among n: "
-        + ROPE_FIRST
-        + ": {ntk}, at every position; then multiply the trained logits of the query at each "
-        "position t > L by log t/log L at test, on every head, as the book did, with factor 1 at "
-        "positions up to L (this row's {factor:.4g} is the last position's, t = n); without positions, "
-        "the factor alone. A YaRN or LongRoPE extension puts its own factor on the logits already: do not "
-        "add this one to it; other extensions (position interpolation, Llama 3's) were not tested. For "
-        "language-model loss the book's evidence is neutral to negative (ch. language-model)"
+        "with RoPE, use YaRN: interpolate the rotary frequencies by part for s = n/L and multiply the "
+        "logits of every position by this row's factor, {factor:.4g} here, its own (dynamic YaRN "
+        "rescales the whole cache as n grows); fine-tune briefly at n when you can. Without positions, "
+        "multiply the query at each position t > L by log t/log L instead. Tested in small decoders only"
     ),
     "cosine": (
         "to train: normalize each head's q and k to unit RMS, keep 1/sqrt(d), i.e. sqrt(d) = {root:.4g} "
@@ -221,6 +225,8 @@ class Answer:
         Where the evidence is, MyST Markdown with cross-references.
     chapters : tuple of str
         The chapters (file names under ``book/``) whose take-away states it.
+    take_away : str
+        One short sentence (MyST) a chapter may glue in its take-away, ending at the answers table.
     rows : tuple of str
         The scale calculator's rows that state it (``CALCULATOR_ROWS``).
     sure : str
@@ -233,6 +239,7 @@ class Answer:
     reason: str
     derived_in: str
     chapters: tuple[str, ...]
+    take_away: str = ""
 
     @property
     def confidence(self) -> str:
@@ -294,7 +301,6 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
         ("d_embed", d_embed, 2),
     ):
         _validate.count(value, name, low)
-    tuned_n = "$ and $".join(str(k) for k in TUNED_LENGTHS)
     cos_star = float(cosine_alpha_star(n, d))
     pairs = float(cosine_alpha_star(candidates, d_embed))
     ratios = contrastive_ratios()
@@ -303,63 +309,56 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
     alpha_half = float(gaussian_alpha_star(half))
     positions = np.arange(2, context + 1)
     kept = np.maximum(gradient_fraction(alpha_half, positions), 0.0)
+    root = float(np.sqrt(d))
+    alpha_pairs = pairs / float(np.sqrt(d_embed))
+    table = "the {ref}`answers table <answers>`"
     rows = [
         Answer(
             "dot",
             "**dot-product attention**",
-            r"$1/\sqrt d$ on $q\cdot k$ ($\alpha = 1$)",
-            "the variance argument is exact, and with the learning rate tuned per scale no other scale "
-            rf"trained better (within a factor {TUNED_MARGIN} in loss; one head, $d = {TUNED_D}$, "
-            rf"$n = {tuned_n}$: one small task)",
+            r"$\alpha = 1$, i.e. $1/\sqrt d$ on $q\cdot k$",
+            "the variance argument is exact; with learning rates tuned per scale no other scale trained "
+            rf"better (one head, $d = {TUNED_D}$)",
             "{ref}`variance <ch-variance>`, {prf:ref}`thm-dot-variance`; "
             "{ref}`Gaussian scores <ch-gaussian-scores>`; {ref}`training <sec-training-tuned>`",
             ("variance", "gaussian-scores", "training"),
+            rf"Keep $\alpha = 1$, the standard $1/\sqrt d$ ({table}).",
         ),
         Answer(
             "cosine",
             "**QK-normalized (cosine) attention**",
-            r"normalize each head's $q$ and $k$ to unit RMS and keep $1/\sqrt d$, i.e. "
-            rf"$\sqrt d = {_n(np.sqrt(d))}$ on the cosine at $d = {d}$, with learned gains, "
-            "as Qwen3 does {cite:p}`yang2025qwen3`",
-            "carried over from dot products and from released models, not trained here; the gradient "
-            rf"criteria ask for more ($\alpha^*(n, d) = {_n(cos_star)}$ at $n = {n}$)",
-            "{ref}`cosine scores <ch-cosine-scores>`, {prf:ref}`thm-cosine-mgf`; {ref}`recipes <ch-recipes>`",
+            rf"$\alpha = 1$ ($\sqrt d = {_n(root)}$ on the cosine, $d = {d}$) after normalizing $q$, $k$ "
+            "to unit RMS, with learned gains {cite:p}`yang2025qwen3`",
+            "carried from dot products and released models, not trained here; the gradient criterion "
+            rf"asks $\alpha = {_n(cos_star / root)}$ at $n = {n}$",
+            "{ref}`cosine scores <ch-cosine-scores>`, {prf:ref}`thm-cosine-mgf`",
             ("cosine-scores",),
+            rf"Normalize $q$ and $k$ and keep $\alpha = 1$ with learned gains ({table}).",
         ),
         Answer(
             "contrastive",
             "**contrastive losses** on cosine similarity",
-            rf"a scale of the order of $\alpha^*(n, d)$ with $n$ candidates: about ${_n(pairs, 1)}$ "
-            rf"(temperature about ${_n(1 / pairs, 1)}$) at $n = {candidates}$, $d = {d_embed}$; the "
-            rf"published scales the book compared lie between ${_n(low, 2)}$ and ${_n(high, 2)}$ times "
-            rf"$\alpha^*$ ({lowest} at the low end){_published_here(candidates, d_embed)}",
-            "an order-of-magnitude argument, matched in order of magnitude (tens) by three published "
-            "cosine-logit scales, two of them margin losses, not in value",
+            rf"$\alpha$ of the order of the gradient optimum: about ${_n(alpha_pairs, 1)}$ (temperature "
+            rf"about ${_n(1 / pairs, 1)}$ on the cosine) at $n = {candidates}$, $d = {d_embed}$",
+            rf"an order of magnitude: three published settings lie at ${_n(low, 2)}$ to ${_n(high, 2)}$ "
+            rf"times the optimum ({lowest} lowest)",
             "{ref}`cosine scores: practice <sec-cosine-practice>`, {prf:ref}`prop-cosine-power-law`",
             ("cosine-scores",),
+            rf"Search the scale around the gradient optimum's order of magnitude ({table}).",
         ),
         Answer(
             "decoder",
             "**decoders** (position $n$ sees $n$ keys)",
-            r"the same scale at every position: $1/\sqrt d$, as for any dot-product attention",
-            "rests on the training chapter's tuned-rate test, which is not causal; no decoder was trained "
-            "for it, and the gradient criterion cannot pick one fixed scale (at context "
-            rf"$L = {context}$ the optimum for $n = L/2$ keeps ${_n(100 * kept.mean(), 2)}\%$ of each "
-            "position's best)",
-            "{ref}`training <sec-training-tuned>` (the evidence); {ref}`decoders <ch-decoders>`",
+            r"$\alpha = 1$ at every position, as for any dot-product attention",
+            "the tuned-rate test is not causal; no decoder was trained; at "
+            rf"$L = {context}$ one fixed scale keeps ${_n(100 * kept.mean(), 2)}\%$ of each position's optimum",
+            "{ref}`training <sec-training-tuned>`; {ref}`decoders <ch-decoders>`",
             ("decoders",),
+            rf"Use one scale, $\alpha = 1$, at every position ({table}).",
         ),
     ]
     rows.append(_length_answer())
     return {row.key: row for row in rows}
-
-
-def _published_here(candidates, d_embed) -> str:
-    """Where a compared setting is the answer's own: ", where <name> uses <scale>" (else "")."""
-    for name, used, d, n in CONTRASTIVE_PRACTICE:
-        if (n, d) == (candidates, d_embed):
-            return f"; at this setting {name} uses ${used:g}$"
-    return ""
 
 
 def _length_answer() -> Answer:
@@ -367,13 +366,11 @@ def _length_answer() -> Answer:
     return Answer(
         "length",
         "**running past the training length** $L$",
-        LENGTH_VERDICT,
-        "resolved over five seeds on two retrieval tasks (recall, a needle in text) in small "
-        "decoders, $2L$ to $16L$, without fine-tuning; one model size, no QK-norm or encoder head "
-        "under a factor at test, and a language model that barely uses its context gained little "
-        "from any rule (and lost without positions)",
-        "{ref}`retrieval <ch-retrieval>`; {ref}`needle <ch-needle>`; {ref}`which law <ch-which-law>`; "
-        "{ref}`language model <ch-language-model>`; {ref}`encoders <ch-bidirectional>`; "
-        "{ref}`recipes <ch-recipes>`",
+        LENGTH_USE,
+        rf"for small RoPE decoders tested to $16L$; **{CARRIED_CONFIDENCE}** carried to a 4k to 32k "
+        "model (the spectrum-matched sweep did not train)",
+        "{ref}`carry sweep <sec-carry-evidence>`; {ref}`retrieval <ch-retrieval>`; "
+        "{ref}`needle <ch-needle>`; {ref}`practice <sec-apply-factor>`",
         ("retrieval", "needle", "language-model", "bidirectional", "recipes"),
+        "Past $L$ with RoPE use YaRN, fine-tuned briefly if you can; see the {ref}`answers table <answers>`.",
     )

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import advice
 from ..theory.cosine import cosine_alpha_star
 from ..theory.decoder import best_causal_scale
 from ..theory.gaussian import gaussian_alpha_star
-from . import advice
 from .recipes import (
     _OUT_OF_REACH,
     _expected_entropy,
@@ -138,8 +138,8 @@ class Recommendation:
         Whether ``alpha_train`` was measured.
     how : str
         How to use the marked row(s), in plain words, from the book's answer
-        (``attnscale.practice.advice.CALCULATOR_HOW``; with RoPE past :math:`L`, extend
-        the rotary frequencies first); empty when the row says it all.
+        (``attnscale.practice.advice.CALCULATOR_HOW``; with RoPE past :math:`L`, YaRN's
+        frequencies with its own factor); empty when the row says it all.
     contrastive : bool
         Whether the setting is a contrastive loss over ``n`` candidates (its
         answer is the gradient row, an order of magnitude).
@@ -459,8 +459,8 @@ def _note(text) -> _Outcome:
 
 
 # --- the words: every name, source and note, once -----------------------------------------------
-# Templates for str.format (the page fills them with the same format specs,
-# ``book/_static/calculator-format.js``); the build writes them into the
+# Templates for str.format (the page fills them with the same format specs, in
+# ``book/_static/calculator.js``); the build writes them into the
 # page's data (``page_words``), so the page prints the words typed here.
 
 #: The notes, by key.
@@ -493,9 +493,8 @@ NOTES = {
     "rope": (
         "YaRN and LongRoPE: each factor is designed to go with its method's change of the rotary "
         "frequencies (YaRN's interpolation by parts, LongRoPE's searched rescaling), not alone on a "
-        "model whose RoPE is unchanged; in the book's retrieval models with RoPE a scale alone barely "
-        "helped, and Qwen's log n factor helped on top of an NTK-aware base (ch. retrieval), as Su "
-        "reports his log n scale gaining most on top of NTK-aware RoPE (ch. recipes)"
+        "model whose RoPE is unchanged; in the book's carry sweep YaRN with its own factor led every "
+        "other rule applied at test, and dropping its factor lost accuracy (evidence appendix)"
     ),
     "llama4": (
         "Llama 4 row: alpha_L times f(n) = 1 + 0.1 ln(1 + floor(n/8192)), its multiplier on the "
@@ -539,29 +538,24 @@ NOTES = {
     ),
     "causal length": (
         "causal: a decoder's query at position t sees t keys, and Qwen's release multiplies it by "
-        "log_L t past L (logn_list), Llama 4's by f(t); so the length rules' factors here are those of "
-        "the query at position n, the last, and earlier positions take their own"
+        "log_L t past L (logn_list), Llama 4's by f(t); the per-position rules' factors here are those "
+        "of the query at position n, the last; YaRN's factor is one number for every position (dynamic "
+        "YaRN recomputes it from the current length and rescales the whole cache)"
     ),
     "past L": (
-        "for a head that must find one key among n, the book's retrieval models needed a factor growing "
-        "like log n past L (ch. retrieval: without positions Qwen's won back over half of the accuracy "
-        "lost by 16L; with RoPE an NTK-aware base was the larger repair, and Qwen's added on top; "
-        "ch. needle: on text, at 16L, Qwen's on top of an NTK-aware base added more than the base, "
-        "which up to 8L was the larger repair, yet accuracy stayed far below its level at L); the "
-        "evidence is small two-layer decoders trained at a short length (ch. retrieval gives the "
-        "sizes), extended without fine-tuning, tested to {tested:g}L and scored by accuracy (with RoPE "
-        "and an NTK-aware base the loss-optimal factor fell below Qwen's by then while the "
-        "accuracy-optimal one grew); a language model that barely used its context gained little from "
-        "any rule with its rotary frequencies unchanged and lost by every rule at test without "
-        "positions (ch. language-model); measure your heads' best factor by retrieval accuracy on "
-        "held-out data"
+        "past L the book's carry sweep (small two-layer decoders trained at a short length, tested to "
+        "{tested:g}L) found YaRN with its own logit factor ahead of every other rule applied at test, "
+        "position interpolation, an NTK-aware base with or without a log n factor, and Qwen's dynamic "
+        "NTK; a short fine-tune at the target length added a little; without positions a log n factor "
+        "on every head won back over half of the lost recall (ch. retrieval); carried to a 4k -> 32k "
+        "model this is low confidence (evidence appendix)"
     ),
     "length cosine": (
         "cosine scores past L: the book's length experiments had dot-product heads only (no QK-norm); "
         "the rows apply the same factors to the cosine logits, untested"
     ),
     "past tested": (
-        "n/L = {ratio:.4g} is past the {tested:g}L the book tested: the log n factor there is an "
+        "n/L = {ratio:.4g} is past the {tested:g}L the book tested: every length rule there is an "
         "extrapolation"
     ),
 }
@@ -715,7 +709,7 @@ def _exact_match(s):
 
 
 #: The calculator's rows, in the order they print.  A new rule is one entry
-#: (and, for the page, its arithmetic under the same key in ``calculator-rules.js``).
+#: (and, for the page, its arithmetic under the same key in ``book/_static/calculator.js``).
 RULES: tuple[_Rule, ...] = (
     _Rule("trained", "keep the trained scale alpha_L", "ch. language-model", _trained, _past_l, "book"),
     _Rule("standard", "standard 1/sqrt(d)", "Vaswani et al. 2017", _standard, absolute=True),
