@@ -1742,7 +1742,7 @@ def _latex_power(x):
 
 
 def test_the_prose_states_what_the_tests_and_the_page_hold():
-    """The form's internals (evidence appendix) state the tolerances above and the page's cut, not typed anew."""
+    """The form's internals (evidence appendix) state the tolerances above and the page's cut."""
     prose = (ROOT / "book" / "evidence-calculator.md").read_text()
     prose = prose[prose.index("(sec-calculator-port)=") : prose.index("(sec-sources-report)=")]
     for tolerance in (INTERPOLATED, QUADRATURE, ROUNDED, CAUSAL):

@@ -544,6 +544,6 @@ def test_bulk_moments_against_sorting():
 
     x = np.random.default_rng(RNG_SEED + 45).normal(3.0, 2.0, size=(9, 500))
     ordered = -np.sort(-x, axis=-1)
-    top, mean, sd = _bulk_moments(x, ordered[:, 0])
+    _, mean, sd = _bulk_moments(x, ordered[:, 0])
     np.testing.assert_allclose(mean, ordered[:, 1:].mean(axis=-1), rtol=1e-12)
     np.testing.assert_allclose(sd, ordered[:, 1:].std(axis=-1), rtol=1e-10)

@@ -18,8 +18,11 @@ def _sphere_slope_quad(lam, d):
     with mpmath.workdps(30):
         lam, d = mpmath.mpf(lam), mpmath.mpf(d)
         kappa = lam * d
+
         # weight exp(kappa (t - 1)) keeps the integrands of order one
-        dens = lambda t: (1 - t * t) ** ((d - 3) / 2)
+        def dens(t):
+            return (1 - t * t) ** ((d - 3) / 2)
+
         norm = mpmath.quad(dens, [-1, 0, 1])
         m = mpmath.quad(lambda t: dens(t) * mpmath.exp(kappa * (t - 1)), [-1, 0, 1]) / norm
         m1 = mpmath.quad(lambda t: t * dens(t) * mpmath.exp(kappa * (t - 1)), [-1, 0, 1]) / norm
@@ -42,7 +45,9 @@ def test_saddle_point_and_laplace_slope_vs_mpmath(lam):
     with mpmath.workdps(40):
         lam_mp = mpmath.mpf(lam)
         # the exponent's derivative lam - t / (1 - t^2), root in (0, 1)
-        t = mpmath.findroot(lambda t: lam_mp - t / (1 - t * t), (mpmath.mpf(0), 1 - mpmath.mpf(10) ** -30), solver="anderson")
+        t = mpmath.findroot(
+            lambda t: lam_mp - t / (1 - t * t), (mpmath.mpf(0), 1 - mpmath.mpf(10) ** -30), solver="anderson"
+        )
         slope = -mpmath.log(1 - t * t) / (2 * lam_mp)
     assert at.sphere_saddle_point(lam) == pytest.approx(float(t), rel=1e-13)
     assert at.laplace_slope(lam) == pytest.approx(float(slope), rel=1e-12)

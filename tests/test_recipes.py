@@ -354,7 +354,7 @@ def _entries(rec):
 
 
 def _keyed(rec):
-    """The entries by the key of their rule (attnscale.practice.calculator.RULES), which no setting changes."""
+    """The entries by the key of their rule (practice.calculator.RULES), which no setting changes."""
     return {e.key: e for e in rec.entries}
 
 
@@ -669,7 +669,9 @@ def test_the_tested_range_is_printed():
     assert "s = n/L" in rec.how
     assert not any(note.startswith("n/L = ") for note in rec.notes)  # 16L exactly is tested
     far = at.recommend_scale(128, 32 * 8192, train_length=8192)
-    assert "n/L = 32 is past the 16L the book tested: every length rule there is an extrapolation" in far.notes
+    assert (
+        "n/L = 32 is past the 16L the book tested: every length rule there is an extrapolation" in far.notes
+    )
 
 
 def test_a_cosine_heads_marked_row_says_how_to_use_it():

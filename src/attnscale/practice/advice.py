@@ -39,12 +39,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..models.training import TUNED_D
 from ..support import _validate
+from ..support.formatting import format_number
 from ..theory.cosine import cosine_alpha_star
 from ..theory.decoder import gradient_fraction
-from ..support.formatting import format_number
 from ..theory.gaussian import gaussian_alpha_star
-from ..models.training import TUNED_D
 
 __all__ = [
     "CALCULATOR_HOW",
@@ -83,11 +83,12 @@ LENGTH_VERDICT = (
     ROPE_FIRST
     + ".  In the book's small RoPE decoders, YaRN applied at test led every other test-time rule at "
     "$16L$ (position interpolation, an NTK-aware base with or without a $\\log n$ factor, Qwen's "
-    "dynamic NTK, YaRN without its logit factor), and a short fine-tune at $4L$ added a little.  The $\\log n/\\log L$ factor on every head comes second, and only for heads without "
+    "dynamic NTK, YaRN without its logit factor), and a short fine-tune at $4L$ added a little.  "
+    "The $\\log n/\\log L$ factor on every head comes second, and only for heads without "
     "positions: there it won back over half of the recall lost by $16L$.  Confidence: medium for "
     "the models tested here; low carried to a 4k to 32k model, since the sweep built to match such a "
-    "model's rotary spectrum did not learn the task; the carry rests on the factor's law holding "
-    "steady as $L$ grows"
+    "model's rotary spectrum did not learn the task; the best factor without positions grew at "
+    "the same rate in $\\log(n/L)$ at every $L$ from 32 to 128"
 )
 
 
@@ -351,7 +352,8 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "**decoders** (position $n$ sees $n$ keys)",
             r"$\alpha = 1$ at every position, as for any dot-product attention",
             "the tuned-rate test is not causal; no decoder was trained; at "
-            rf"$L = {context}$ one fixed scale keeps ${_n(100 * kept.mean(), 2)}\%$ of each position's optimum",
+            rf"$L = {context}$ one fixed scale keeps ${_n(100 * kept.mean(), 2)}\%$ of each position's "
+            "optimum",
             "{ref}`training <sec-training-tuned>`; {ref}`decoders <ch-decoders>`",
             ("decoders",),
             rf"Use one scale, $\alpha = 1$, at every position ({table}).",

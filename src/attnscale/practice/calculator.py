@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import advice
 from ..theory.cosine import cosine_alpha_star
 from ..theory.decoder import best_causal_scale
 from ..theory.gaussian import gaussian_alpha_star
+from . import advice
 from .recipes import (
     _OUT_OF_REACH,
     _expected_entropy,

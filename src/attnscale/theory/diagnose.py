@@ -707,9 +707,7 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         coverage=coverage,
         reliable=reliable,
         reading=(
-            f"measured coverage {coverage:.2f} on the battery"
-            if reliable
-            else "unreliable for this reading"
+            f"measured coverage {coverage:.2f} on the battery" if reliable else "unreliable for this reading"
         ),
     )
 
