@@ -291,7 +291,7 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
     >>> list(book)
     ['dot', 'cosine', 'contrastive', 'decoder', 'length']
     >>> print(book["dot"].recommendation)
-    $1/\\sqrt d$ on $q\\cdot k$ ($\\alpha = 1$)
+    $\\alpha = 1$, i.e. $1/\\sqrt d$ on $q\\cdot k$
     """
     for name, value, low in (
         ("n", n, 2),

@@ -925,7 +925,7 @@ def recommend_scale(
 
     >>> rec = recommend_scale(128, 32768, train_length=4096, head_entropy=5.5)
     >>> rec.answer, [e.criterion for e in rec.recommended]
-    ('length', ['Qwen log_L(n) (queries, n > L only)'])
+    ('length', ['YaRN mscale(n/L)^2, with its RoPE'])
     >>> qwen = next(e for e in rec.entries if e.key == "qwen")
     >>> round(qwen.factor, 4)
     1.25
