@@ -1470,7 +1470,7 @@ def test_the_form_prints_the_cli_table(form_tab):
     assert rows.locator("th").all_inner_texts() == [e.criterion for e in want.entries]
     # under the marked row, how to use it: the package's words (with RoPE, extend the frequencies first)
     how = tab.locator("#attnscale-calculator tbody tr.calc-how")
-    assert how.count() == 1 and how.inner_text() == want.how and "with RoPE, first extend" in want.how
+    assert how.count() == 1 and how.inner_text() == want.how and "with RoPE, use YaRN" in want.how
     # under the measurements' fields, what they mean: the command line's help
     for name, words in calculator_module.FIELDS.items():
         assert tab.locator(f'.calc-field-note[data-field="{name}"]').inner_text() == words
