@@ -9,7 +9,7 @@
    evaluations its search makes, and its memory about ten float64 arrays
    of L (the first edition's CLI was killed at L = 1e9 and took 4.8 GB at
    1e8); both are printed as estimates, marked "est".
-2. ``attnscale.recommend_scale`` in-process for the README's settings and
+2. ``attnscale.recommend_scale`` in-process for CONTRIBUTING.md's settings and
    the issue's cases, and the slowest of 300 seeded settings drawn over the
    documented domain (target: under one second), with the peak traced
    memory; then the command line's wall time against ``python -c "import
@@ -95,7 +95,7 @@ def causal_row():
             )
 
 
-README_SETTINGS = [
+CONTRIBUTING_SETTINGS = [
     dict(d=128, n=4096, train_length=512),
     dict(d=128, n=32768, train_length=4096, head_entropy=5.5),
     dict(d=64, n=8192, scores="cosine", causal=True),
@@ -139,7 +139,7 @@ def peak_memory(kwargs):
 
 def calculator():
     print("recommend_scale, in-process (target: under 1 s each)")
-    for kwargs in README_SETTINGS:
+    for kwargs in CONTRIBUTING_SETTINGS:
         seconds = best_time(lambda k=kwargs: at.recommend_scale(**k), repeat=3, min_seconds=0.0)
         text = ", ".join(
             f"{k}={v:g}" if isinstance(v, float | int) else f"{k}={v}" for k, v in kwargs.items()

@@ -1037,6 +1037,7 @@ COPY = [
     "_toc.yml",
     "pyproject.toml",
     "README.md",
+    "CONTRIBUTING.md",
     ".ci",
     "CITATION.cff",
     ".zenodo.json",

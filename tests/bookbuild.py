@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: cross-reference target (-n, nitpicky).
 BUILD_FLAGS = ["--all", "-W", "-n", "--keep-going"]
 
-#: The programs the PDF build and its tests need (Debian packages: README, "The PDF").
+#: The programs the PDF build and its tests need (Debian packages: CONTRIBUTING.md, "The PDF").
 PDF_TOOLS = ("xelatex", "latexmk", "pdftotext", "pdfimages", "pdfinfo")
 
 
@@ -170,7 +170,7 @@ def build_pdf(html_build: subprocess.CompletedProcess) -> tuple[subprocess.Compl
 
     Runs ``jupyter-book build`` with :data:`PDF_BUILD_FLAGS` on the same
     source and output folders, then publishes the PDF next to the HTML and
-    links it from every page (``book/_ext/pdf_book.py``), as the README's PDF
+    links it from every page (``book/_ext/pdf_book.py``), as CONTRIBUTING.md's PDF
     command does.  Returns the process and ``_build/latex/<name>.pdf``.
     """
     arguments = list(html_build.args)
@@ -181,7 +181,7 @@ def build_pdf(html_build: subprocess.CompletedProcess) -> tuple[subprocess.Compl
     result = subprocess.run(command, capture_output=True, text=True, cwd=source, check=False)
     pdf = output / "_build" / "latex" / pdf_name()
     if result.returncode == 0 and pdf.exists():
-        # the README's publishing step: the PDF next to the HTML, linked from every page
+        # CONTRIBUTING.md's publishing step: the PDF next to the HTML, linked from every page
         publish = [sys.executable, str(source / "book" / "_ext" / "pdf_book.py"), str(output / "_build")]
         publish += ["--config", str(source / "_config.yml")]
         subprocess.run(publish, check=True, cwd=source, capture_output=True, text=True)

@@ -299,7 +299,7 @@ def test_every_chapter_check_names_a_wrong_claim_or_why_none_exists():
     if problems:
         pytest.fail(
             f"{len(problems)} check(s) cannot say what they rule out "
-            f"(see README, 'What a check must be'):\n" + "\n".join(problems),
+            f"(see CONTRIBUTING.md, 'What a check must be'):\n" + "\n".join(problems),
             pytrace=False,
         )
 

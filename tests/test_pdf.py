@@ -52,7 +52,7 @@ NUMBER_WORDS = dict(
 def _require_tools():
     missing = missing_pdf_tools()
     if missing:
-        message = f"PDF tools missing: {', '.join(missing)} (Debian: see README, 'The PDF')"
+        message = f"PDF tools missing: {', '.join(missing)} (Debian: see CONTRIBUTING.md, 'The PDF')"
         if os.environ.get("ATTNSCALE_REQUIRE_PDF") == "1":
             pytest.fail(message + "; ATTNSCALE_REQUIRE_PDF=1")
         pytest.skip(message)
@@ -378,14 +378,14 @@ def test_every_page_links_the_pdf(built_pdf):
     assert without == [], without[:5]
 
 
-def test_readme_explains_the_pdf():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## The PDF", 1)[1].split("\n## ", 1)[0]
+def test_contributing_explains_the_pdf():
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    section = contributing.split("## The PDF", 1)[1].split("\n## ", 1)[0]
     assert "jupyter-book build . --builder pdflatex" in section
     assert f"_build/latex/{pdf_name()}" in section and "_build/html" in section
     ci = (ROOT / ".ci" / "run").read_text()
     packages = re.search(r"PDF_PACKAGES=\"([^\"]+)\"", ci)
     assert packages, ".ci/run names no PDF_PACKAGES"
     for package in packages[1].split():
-        assert package in section, f"README's PDF section does not name the Debian package {package}"
+        assert package in section, f"CONTRIBUTING.md's PDF section does not name the Debian package {package}"
     assert "ATTNSCALE_REQUIRE_PDF=1" in ci

@@ -84,7 +84,7 @@ def test_no_other_version_is_typed():
     """No page or document names a version of the book other than the current one."""
     pattern = re.compile(r"(?:[Vv]ersion\s*=?\s*\{?|\bv)(\d+\.\d+\.\d+)")
     stray = []
-    for path in [ROOT / "README.md", *sorted((ROOT / "book").glob("*.md"))]:
+    for path in [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "book").glob("*.md"))]:
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             for found in pattern.findall(line):
                 if found != VERSION:

@@ -37,7 +37,7 @@ that route for this book:
   "Whole book (.pdf)" entry in its download menu (a header button on the
   generated pages that have no download menu).  An HTML build without the
   PDF offers no such entry: a link to a file that is not there is a 404.
-  Built the other way round (the README: HTML first, then the PDF, which
+  Built the other way round (CONTRIBUTING.md: HTML first, then the PDF, which
   reuses the HTML build's executed chapters), ``python
   book/_ext/pdf_book.py _build`` publishes it: it copies the PDF next to
   the HTML and adds the same entry to every page.
@@ -271,7 +271,7 @@ def publish(build: Path, name: str) -> list[Path]:
     build = Path(build)
     pdf, html = build / "latex" / name, build / "html"
     if not pdf.exists():
-        raise FileNotFoundError(f"no PDF at {pdf}: build it first (README, 'The PDF')")
+        raise FileNotFoundError(f"no PDF at {pdf}: build it first (CONTRIBUTING.md, 'The PDF')")
     if not html.is_dir():
         raise FileNotFoundError(f"no HTML build at {html}")
     shutil.copyfile(pdf, html / name)
