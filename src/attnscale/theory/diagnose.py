@@ -351,6 +351,17 @@ class LawDiagnosis:
     reading : str
         ``"unreliable for this reading"`` when not ``reliable``, else the
         measured coverage in words.
+    background : str
+        The domain of the i.i.d. tail fitted to the keys other than a
+        planted key (equal to ``domain`` unless the head is planted).
+    planted_key : int or None
+        The key column found among the top ``tail`` of improbably many rows
+        (binomial tail below 0.001 over the number of keys), set aside
+        before the background's tail is read; None if no column is.
+    margin : float
+        Median over rows of the planted key's margin over the other keys,
+        :math:`(T - \\mu)/\\sigma`; without a planted key, that of each
+        row's top key over the rest.
     """
 
     law: str
@@ -368,6 +379,9 @@ class LawDiagnosis:
     coverage: float = float("nan")
     reliable: bool = False
     reading: str = ""
+    background: str = ""
+    planted_key: int | None = None
+    margin: float = float("nan")
 
 
 #: Rows whose top gap exceeds this many fitted tail scales are outliers:
@@ -387,24 +401,112 @@ _MAX_DEFAULT_TAIL = 4096
 _MAX_BOOTSTRAP_BYTES = 2e9
 
 
-def _spacings(rows, k):
-    """Normalized spacings i (X_(i) - X_(i+1)) / scale per row, i = 1..k; and the row summaries."""
-    # only the k + 1 largest of each row are sorted (bounded extra memory)
-    L = rows.shape[-1]
-    x = -np.sort(-np.partition(rows, L - k - 1, axis=-1)[:, L - k - 1 :], axis=-1)  # descending
-    q75, q50, q25 = np.percentile(rows, [75, 50, 25], axis=-1)
+#: Rows are read in chunks of at most this many scores (bounded extra memory).
+_CHUNK_SCORES = 2**22
+#: A key column is a planted key when its count of top-``k`` places over the
+#: rows has a binomial tail below this level divided by the number of keys.
+_KEY_LEVEL = 1e-3
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Per-row summaries of a head's rows, from one chunked pass over them."""
+
+    top: np.ndarray  # (rows, m) the m largest values, descending
+    where: np.ndarray  # (rows, m) their key columns
+    q: np.ndarray  # (3, rows) the 75th, 50th and 25th percentiles
+    sd: np.ndarray  # (rows,) the standard deviation
+    bulk_mean: np.ndarray  # (rows,) mean of the keys below the top one
+    bulk_sd: np.ndarray  # (rows,) their standard deviation (ddof 0)
+    top_weight: np.ndarray  # (rows,) the softmax weight of the top key at factor 1
+
+
+def _summaries(scores, m):
+    """One pass over the rows in chunks of about ``_CHUNK_SCORES`` scores.
+
+    The extra memory is a few chunks (a float64 copy, its partition), not a
+    copy of the input: 10^8 float32 scores in 8 rows need about 0.5 GB
+    beyond the input.  Non-finite scores are refused here.
+    """
+    rows, L = scores.shape
+    step = max(1, _CHUNK_SCORES // L)
+    top, where = np.empty((rows, m)), np.empty((rows, m), dtype=np.int64)
+    q, sd = np.empty((3, rows)), np.empty(rows)
+    bulk_mean, bulk_sd, top_weight = np.empty(rows), np.empty(rows), np.empty(rows)
+    for s in range(0, rows, step):
+        c = np.array(scores[s : s + step], dtype=np.float64)
+        finite = np.isfinite(c)
+        if not finite.all():
+            bad = c[~finite].flat[0]
+            hint = " (a masked score? pass only the keys a query can see)" if np.isneginf(bad) else ""
+            raise ValueError(f"scores must be finite, got {bad}{hint}")
+        del finite
+        part = np.argpartition(c, L - m, axis=-1)[:, L - m :]
+        vals = np.take_along_axis(c, part, axis=-1)
+        order = np.argsort(-vals, axis=-1, kind="stable")
+        top[s : s + step] = np.take_along_axis(vals, order, axis=-1)
+        where[s : s + step] = np.take_along_axis(part, order, axis=-1)
+        del part
+        q[:, s : s + step] = np.percentile(c, [75, 50, 25], axis=-1)
+        sd[s : s + step] = c.std(axis=-1)
+        first = top[s : s + step, 0]
+        mean = (c.sum(axis=-1) - first) / (L - 1)
+        c -= mean[:, None]
+        centred = np.einsum("ij,ij->i", c, c) - (first - mean) ** 2
+        bulk_mean[s : s + step] = mean
+        bulk_sd[s : s + step] = np.sqrt(np.maximum(centred, 0.0) / (L - 1))
+        c -= (first - mean)[:, None]  # now x - max
+        np.exp(c, out=c)
+        top_weight[s : s + step] = 1.0 / c.sum(axis=-1)
+        del c
+    return _Rows(top, where, q, sd, bulk_mean, bulk_sd, top_weight)
+
+
+def _planted_key(where, k, keys):
+    """The key column in the top ``k`` of improbably many rows, or None.
+
+    Under exchangeable keys each column is among a row's ``k`` largest with
+    probability ``k / keys``, independently over rows; a column whose count
+    has a binomial tail below ``_KEY_LEVEL / keys`` (a Bonferroni bound over
+    the columns) is a planted key, such as a sink every query attends to.
+    """
+    rows = where.shape[0]
+    counts = np.bincount(where[:, :k].ravel(), minlength=keys)
+    j = int(np.argmax(counts))
+    tail = stats.binom.sf(counts[j] - 1, rows, k / keys)
+    return j if tail < _KEY_LEVEL / keys else None
+
+
+def _without_key(summary, key, k):
+    """Each row's ``k + 1`` largest values with the key column ``key`` left out."""
+    if key is None:
+        return summary.top[:, : k + 1]
+    keep = summary.where != key
+    # each row drops at most one entry: stable-sort the kept ones first
+    order = np.argsort(~keep, axis=-1, kind="stable")
+    return np.take_along_axis(summary.top, order, axis=-1)[:, : k + 1]
+
+
+def _row_scale(summary):
+    """Each row's interquartile range (its standard deviation where that is 0); a constant row is refused."""
+    q75, _, q25 = summary.q
     scale = q75 - q25
     bad = ~(scale > 0)
     if np.any(bad):
-        scale = np.where(bad, rows.std(axis=-1), scale)
+        scale = np.where(bad, summary.sd, scale)
     if np.any(~(scale > 0)):
         raise ValueError(f"scores: row {int(np.argmax(~(scale > 0)))} is constant; every row needs a spread")
+    return scale
+
+
+def _spacings(x, k, summary, scale):
+    """Normalized spacings i (X_(i) - X_(i+1)) / scale per row, i = 1..k, of the (k + 1) largest ``x``."""
     _refuse_ties(x, k)
     i = np.arange(1, k + 1)
     spacing = i * (x[:, :k] - x[:, 1 : k + 1]) / scale[:, None]
     # how far the k-th largest stands above the median, in the same units
-    depth = (x[:, k - 1] - q50) / scale
-    return spacing, depth, x, scale
+    depth = (x[:, k - 1] - summary.q[1]) / scale
+    return spacing, depth
 
 
 def _refuse_ties(x, k):
@@ -655,10 +757,19 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     """
     x, n, k = _diagnose_arguments(scores, lengths, tail, level, resamples, seed)
     rows, L = x.shape
-    spacing, depth, ordered, scale = _spacings(x, k)
-    fits = _tail_fits(spacing.mean(axis=0), L, k)
+    summary = _summaries(x, min(k + 2, L))
+    scale = _row_scale(summary)
+    _refuse_ties(summary.top[:, : k + 1], k)  # ties among the full rows' tops
+    # a key column in the top k of improbably many rows (a sink, a fixed
+    # target) is set aside, and the background's tail is read without it
+    key = _planted_key(summary.where, k, L)
+    L_bg = L if key is None else L - 1
+    k_bg = min(k, L_bg - 1)
+    background = _without_key(summary, key, k_bg)
+    spacing, depth = _spacings(background, k_bg, summary, scale)
+    fits = _tail_fits(spacing.mean(axis=0), L_bg, k_bg)
     model = min(fits, key=lambda m: fits[m][2])
-    picks, boot_fits, boot_depth = _bootstrap_fits(spacing, depth, L, k, resamples, seed)
+    picks, boot_fits, boot_depth = _bootstrap_fits(spacing, depth, L_bg, k_bg, resamples, seed)
     tails = _expanded_tails(level, rows)
     # a power tail whose shape is not told apart from 0 is the exponential
     # tail, where both models meet (xi = 0, beta = 1): read it as Weibull-type
@@ -666,29 +777,41 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     if model == "power" and lo_p <= 0.0 <= hi_p:
         model = "weibull"
     slope = float(fits[model][1])
-    factor = _factor(fits[model], model, float(depth.mean()), L, k, n)
+    factor = _factor(fits[model], model, float(depth.mean()), L_bg, k_bg, n)
     # each resample chooses its own model, as the point estimate did: the
     # interval carries the uncertainty of the choice
     boot_factor = np.where(
         (boot_fits["weibull"][2] <= boot_fits["power"][2])[:, None],
-        _factor(boot_fits["weibull"], "weibull", boot_depth, L, k, n),
-        _factor(boot_fits["power"], "power", boot_depth, L, k, n),
+        _factor(boot_fits["weibull"], "weibull", boot_depth, L_bg, k_bg, n),
+        _factor(boot_fits["power"], "power", boot_depth, L_bg, k_bg, n),
     )
     boot_shape = np.array([_law_name(model, v)[1] for v in boot_fits[model][1]])
-    planted_fraction, operating = _planted_margin(spacing, scale, fits[model][0], slope, model, L)
+    top_gap = (summary.top[:, 0] - summary.top[:, 1]) / scale
+    planted_fraction, operating = _planted_margin(top_gap, scale, fits[model][0], slope, model, L_bg)
     planted = planted_fraction > _PLANTED_FRACTION
+    with np.errstate(divide="ignore", invalid="ignore"):
+        margins = (summary.top[:, 0] - summary.bulk_mean) / summary.bulk_sd
+    if key is not None:
+        # the planted key's own margin over the other keys, in bulk spreads
+        value = np.asarray(x[:, key], dtype=float)
+        on_top = summary.where[:, 0] == key
+        rest_mean = np.where(on_top, summary.bulk_mean, (summary.bulk_mean * (L - 1) + summary.top[:, 0] - value) / (L - 1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            margins = (value - rest_mean) / np.where(on_top, summary.bulk_sd, summary.sd)
+    margin = float(np.median(margins))
     if planted:
-        target, bulk_mean, bulk_sd = _bulk_moments(x, ordered[:, 0])
+        target, bulk_mean, bulk_sd = summary.top[:, 0], summary.bulk_mean, summary.bulk_sd
         per_row = planted_length_factor(target, bulk_mean, bulk_sd, n, L)
         factor = _nan_median(per_row)
         boot_factor = _nan_median(np.moveaxis(per_row[picks], 1, 0))
-        operating = float(np.median(1.0 / np.exp(x - target[:, None]).sum(axis=-1)))
+        operating = float(np.median(summary.top_weight))
     with np.errstate(invalid="ignore"):  # infinite factors or shapes: inf - inf inside the interpolation
         unbounded = np.where(np.isnan(boot_factor), np.inf, boot_factor)
         interval = np.quantile(unbounded, tails, axis=0, method="nearest")
         shape_lo, shape_hi = np.quantile(boot_shape, tails, method="nearest")
     name, shape = _law_name(model, slope)
     domain = LAW_DOMAINS["planted" if planted else name]
+    background_domain = LAW_DOMAINS[name]
     coverage = BATTERY_COVERAGE.get((domain, _battery_keys(L)), float("nan"))
     reliable = bool(coverage >= RELIABLE_COVERAGE and abs(level - 0.9) < 1e-6)
     return LawDiagnosis(
@@ -705,6 +828,9 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         level=float(level),
         domain=domain,
         coverage=coverage,
+        background=background_domain,
+        planted_key=key,
+        margin=margin,
         reliable=reliable,
         reading=(
             f"measured coverage {coverage:.2f} on the battery" if reliable else "unreliable for this reading"
@@ -764,7 +890,16 @@ def _bulk_moments(x, target):
 
 def _diagnose_arguments(scores, lengths, tail, level, resamples, seed=0):
     """The checked arguments of :func:`diagnose_law`: the rows, the target lengths (1-D) and k."""
-    x = _validate.real_array(scores, "scores")
+    # no float64 copy of the whole input: _summaries converts and checks it
+    # (finite values) a chunk of rows at a time
+    if isinstance(scores, (str, bytes)):
+        raise TypeError(f"scores must be an array of real numbers, got {type(scores).__name__}")
+    try:
+        x = np.asarray(scores)
+    except Exception as exc:  # ragged sequences and the like
+        raise TypeError(f"scores must be a rectangular array of real numbers: {exc}") from None
+    if x.dtype.kind not in "iuf":
+        raise TypeError(f"scores must be an array of real numbers, got dtype {x.dtype}")
     if x.ndim != 2:
         raise ValueError(f"scores must be a 2-D array (rows, keys), got {x.ndim} dimension(s)")
     rows, L = x.shape
@@ -813,7 +948,7 @@ def _bootstrap_fits(spacing, depth, L, k, resamples, seed):
     return picks, _tail_fits(counts @ spacing / rows, L, k), counts @ depth / rows
 
 
-def _planted_margin(spacing, scale, c0, slope, model, L):
+def _planted_margin(top_gap, scale, c0, slope, model, L):
     """The planted-margin test's fraction of rows, and the rows' operating point under the i.i.d. fit.
 
     The top spacing D_1 is about a(p_1) E_1, at the first plotting position
@@ -824,7 +959,7 @@ def _planted_margin(spacing, scale, c0, slope, model, L):
     """
     c_first = 0.5 if model == "weibull" else (1.0 + min(max(slope, -2.0), 0.9)) / 2
     a_first = _scale_function(c0, slope, model, np.log(L / (1.0 - c_first)))
-    planted_fraction = float(np.mean(spacing[:, 0] > _OUTLIER * a_first))
+    planted_fraction = float(np.mean(top_gap > _OUTLIER * a_first))
     operating = float(np.median(_scale_function(c0, slope, model, np.log(L)) * scale))
     return planted_fraction, operating
 
