@@ -1006,8 +1006,10 @@ def _battery_laws():
         "exponential (beta = 1)": (st.expon(), "gumbel"),
         "Weibull-type, beta = 0.7": (st.weibull_min(0.7), "gumbel"),
         "uniform (kappa = 0)": (st.uniform(), "reverse-weibull"),
+        "cosine, d = 4 (kappa = 0.5)": (st.beta(1.5, 1.5, loc=-1.0, scale=2.0), "reverse-weibull"),
         "cosine, d = 6 (kappa = 1.5)": (st.beta(2.5, 2.5, loc=-1.0, scale=2.0), "reverse-weibull"),
         "cosine, d = 32 (kappa = 14.5)": (st.beta(15.5, 15.5, loc=-1.0, scale=2.0), "reverse-weibull"),
+        "cosine, d = 128 (kappa = 62.5)": (st.beta(63.5, 63.5, loc=-1.0, scale=2.0), "reverse-weibull"),
         "Pareto, gamma = 2": (st.pareto(2.0), "frechet"),
     }
     out = [
@@ -1026,7 +1028,7 @@ def _battery_laws():
 
 #: The battery's sizes (rows, keys): the smallest and largest a head gives
 #: the diagnostic, and one between.
-BATTERY_SIZES = ((16, 64), (64, 1024), (16, 16384))
+BATTERY_SIZES = ((16, 64), (64, 1024), (64, 16384))
 
 
 def coverage_battery(draws=30, sizes=BATTERY_SIZES, level=0.9, resamples=100, seed=0, ratio=16.0):
@@ -1041,8 +1043,10 @@ def coverage_battery(draws=30, sizes=BATTERY_SIZES, level=0.9, resamples=100, se
     -------
     list of dict
         One record per draw: ``law``, ``rows``, ``keys``, ``domain`` (the
-        law's), ``read`` (the domain read), ``covered``, ``factor``,
-        ``truth``.
+        law's), ``read`` (the domain read), ``covered``, ``factor``, its
+        interval ``low`` and ``high``, ``truth``, ``shape`` (read),
+        ``reliable`` (as the diagnostic said, from the stored coverage) and
+        ``planted_key``.
     """
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise ValueError(f"draws must be a positive integer, got {draws!r}")
@@ -1068,7 +1072,12 @@ def coverage_battery(draws=30, sizes=BATTERY_SIZES, level=0.9, resamples=100, se
                         read=out.domain,
                         covered=bool(lo <= truth <= hi),
                         factor=float(out.factor[0]),
+                        low=float(lo),
+                        high=float(hi),
                         truth=truth,
+                        shape=float(out.shape),
+                        reliable=out.reliable,
+                        planted_key=out.planted_key,
                     )
                 )
     return records
