@@ -706,9 +706,15 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     :math:`d`, whose density :math:`\propto (1 - s^2)^\kappa` is a power
     only at the very top, are read too high by a bias that grows with
     :math:`\kappa = (d - 3)/2` (about 10% at :math:`d = 4`, 27% at
-    :math:`d = 6`), and from :math:`d \approx 8` on the law is misread in
-    some draws and the factor errs either way by tens of percent (the
-    chapter *Which law* measures it).
+    :math:`d = 6`, 35% at :math:`d = 8`), with a :math:`\kappa` read too
+    low.  From :math:`d = 16` on, at 1024 keys and more, they are read in
+    the Gumbel domain (locally Gaussian at these lengths), the factor off
+    by about 20% at :math:`d = 16` and under 2% from :math:`d = 128`
+    (``experiments/diagnose_battery.py``; the evidence page of *Which law*
+    reads it).  These readings are flagged unreliable.  Gaussian rows, in
+    the Gumbel domain but not exactly Weibull-type at these :math:`p`,
+    give a factor about 1.6% high at 1024 and at 16384 keys while the
+    interval narrows below that, so they too are flagged there.
 
     Parameters
     ----------
