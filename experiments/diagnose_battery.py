@@ -47,7 +47,9 @@ KEY_SIZES = ((16, 256), (64, 1024))
 def provenance(argv):
     def git(*args):
         try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+            ).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             return None
 
@@ -77,16 +79,30 @@ def cosine_part(draws, seed):
         law = stats.beta(half, half, loc=-1.0, scale=2.0)
         for rows, keys in diagnose.BATTERY_SIZES:
             n = 16.0 * keys
-            truth = float(at.iid_critical_scale(n, "cosine", d) / at.iid_critical_scale(float(keys), "cosine", d))
+            truth = float(
+                at.iid_critical_scale(n, "cosine", d) / at.iid_critical_scale(float(keys), "cosine", d)
+            )
             gauss = float(at.iid_critical_scale(n) / at.iid_critical_scale(float(keys)))
             for j in range(draws):
                 o = at.diagnose_law(law.rvs(size=(rows, keys), random_state=rng), [n], resamples=100, seed=j)
                 lo, hi = o.factor_interval[:, 0]
                 kappa = -1.0 / o.shape - 1.0 if o.domain == "reverse-weibull" else None
                 out.append(
-                    dict(d=d, rows=rows, keys=keys, read=o.domain, shape=float(o.shape), kappa=kappa, factor=float(o.factor[0]),
-                         low=float(lo), high=float(hi), truth=truth, gaussian=gauss,
-                         covered=bool(lo <= truth <= hi), reliable=o.reliable)
+                    dict(
+                        d=d,
+                        rows=rows,
+                        keys=keys,
+                        read=o.domain,
+                        shape=float(o.shape),
+                        kappa=kappa,
+                        factor=float(o.factor[0]),
+                        low=float(lo),
+                        high=float(hi),
+                        truth=truth,
+                        gaussian=gauss,
+                        covered=bool(lo <= truth <= hi),
+                        reliable=o.reliable,
+                    )
                 )
     return out
 
@@ -103,8 +119,16 @@ def key_part(draws, seed):
                     x[:, 0] = value
                 o = at.diagnose_law(x, [n], resamples=100, seed=j)
                 out.append(
-                    dict(rows=rows, keys=keys, value=value, read=o.domain, background=o.background,
-                         planted_key=o.planted_key, margin=o.margin, factor=float(o.factor[0]))
+                    dict(
+                        rows=rows,
+                        keys=keys,
+                        value=value,
+                        read=o.domain,
+                        background=o.background,
+                        planted_key=o.planted_key,
+                        margin=o.margin,
+                        factor=float(o.factor[0]),
+                    )
                 )
     return out
 
@@ -121,10 +145,19 @@ def main(argv):
     prov["wall_seconds"] = round(time.monotonic() - begin, 1)
     out = dict(
         provenance=prov,
-        settings=dict(sizes=[list(s) for s in diagnose.BATTERY_SIZES], ratio=16.0, level=0.9, resamples=100,
-                      coverage_draws=30, cosine_dims=list(COSINE_DIMS), cosine_draws=10,
-                      key_values=list(KEY_VALUES), key_sizes=[list(s) for s in KEY_SIZES], key_draws=40,
-                      reliable_coverage=diagnose.RELIABLE_COVERAGE),
+        settings=dict(
+            sizes=[list(s) for s in diagnose.BATTERY_SIZES],
+            ratio=16.0,
+            level=0.9,
+            resamples=100,
+            coverage_draws=30,
+            cosine_dims=list(COSINE_DIMS),
+            cosine_draws=10,
+            key_values=list(KEY_VALUES),
+            key_sizes=[list(s) for s in KEY_SIZES],
+            key_draws=40,
+            reliable_coverage=diagnose.RELIABLE_COVERAGE,
+        ),
         coverage=records,
         reliability=table,
         cosine=cosine,

@@ -560,7 +560,9 @@ def test_bulk_moments_against_sorting():
 
 # --- the battery file, planted keys and bounded memory -----------------------
 
-BATTERY_FILE = __import__("pathlib").Path(__file__).resolve().parents[1] / "book" / "data" / "which-law-battery.json"
+BATTERY_FILE = (
+    __import__("pathlib").Path(__file__).resolve().parents[1] / "book" / "data" / "which-law-battery.json"
+)
 
 
 def _battery_file():
@@ -584,8 +586,16 @@ def test_battery_covers_every_law_the_chapter_names_at_three_sizes():
     from attnscale.theory.diagnose import BATTERY_SIZES, _battery_laws
 
     names = " ".join(name for name, *_ in _battery_laws())
-    for law in ("Gaussian", "Weibull-type, beta = 4", "exponential", "beta = 0.7", "uniform", "cosine", "Pareto",
-                "planted"):
+    for law in (
+        "Gaussian",
+        "Weibull-type, beta = 4",
+        "exponential",
+        "beta = 0.7",
+        "uniform",
+        "cosine",
+        "Pareto",
+        "planted",
+    ):
         assert law in names, law
     domains = {domain for *_, domain in _battery_laws()}
     assert domains == set(LAW_DOMAINS.values())
@@ -660,5 +670,5 @@ def test_chunks_do_not_change_the_reading_and_memory_stays_bounded(monkeypatch):
 def test_a_masked_score_is_refused_with_a_hint():
     rows = np.random.default_rng(0).normal(size=(16, 64))
     rows[2, 7] = -np.inf
-    with pytest.raises(ValueError, match="scores must be finite.*mask"):
+    with pytest.raises(ValueError, match=r"scores must be finite.*mask"):
         at.diagnose_law(rows, [256])

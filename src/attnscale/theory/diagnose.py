@@ -503,6 +503,24 @@ def _row_scale(summary):
     return scale
 
 
+def _key_margin(x, key, summary):
+    """Median over rows of the planted key's margin (T - mean)/sd over the other keys (else the top's).
+
+    The other keys' mean is exact; their spread is the bulk's when the key
+    tops the row, else the whole row's (off by O(1/L)).
+    """
+    L = x.shape[1]
+    if key is None:
+        value, on_top = summary.top[:, 0], np.ones(x.shape[0], dtype=bool)
+    else:
+        value, on_top = np.asarray(x[:, key], dtype=float), summary.where[:, 0] == key
+    rest_mean = np.where(
+        on_top, summary.bulk_mean, (summary.bulk_mean * (L - 1) + summary.top[:, 0] - value) / (L - 1)
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.median((value - rest_mean) / np.where(on_top, summary.bulk_sd, summary.sd)))
+
+
 def _spacings(x, k, summary, scale):
     """Normalized spacings i (X_(i) - X_(i+1)) / scale per row, i = 1..k, of the (k + 1) largest ``x``."""
     _refuse_ties(x, k)
@@ -818,16 +836,7 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     top_gap = (summary.top[:, 0] - summary.top[:, 1]) / scale
     planted_fraction, operating = _planted_margin(top_gap, scale, fits[model][0], slope, model, L_bg)
     planted = planted_fraction > _PLANTED_FRACTION
-    with np.errstate(divide="ignore", invalid="ignore"):
-        margins = (summary.top[:, 0] - summary.bulk_mean) / summary.bulk_sd
-    if key is not None:
-        # the planted key's own margin over the other keys, in bulk spreads
-        value = np.asarray(x[:, key], dtype=float)
-        on_top = summary.where[:, 0] == key
-        rest_mean = np.where(on_top, summary.bulk_mean, (summary.bulk_mean * (L - 1) + summary.top[:, 0] - value) / (L - 1))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            margins = (value - rest_mean) / np.where(on_top, summary.bulk_sd, summary.sd)
-    margin = float(np.median(margins))
+    margin = _key_margin(x, key, summary)
     if planted:
         target, bulk_mean, bulk_sd = summary.top[:, 0], summary.bulk_mean, summary.bulk_sd
         per_row = planted_length_factor(target, bulk_mean, bulk_sd, n, L)
