@@ -212,10 +212,16 @@ def test_prose_counter_on_a_snippet():
     html = _page(
         "<p>Su et al. (2023) state it: $x$ <span class='math'>\\(a+b\\)</span> holds.</p>"
         f"<ul><li>{_sentence(30)}<ul><li>{_sentence(30)}</li><li>two words</li></ul></li></ul>"
-        f"<div class='cell_input'><p>{_sentence(60)}</p></div><table><tr><td>{_sentence(60)}</td></tr></table>"
+        f"<div class='cell_input'><p>{_sentence(60)}</p></div>"
+        f"<table><tr><td>{_sentence(60)}</td></tr></table>"
     )
     items = prose_items(html)
-    assert [text.split()[:2] for text, _ in items] == [["Su", "et"], ["The", "word"], ["The", "word"], ["two", "words"]]
+    assert [text.split()[:2] for text, _ in items] == [
+        ["Su", "et"],
+        ["The", "word"],
+        ["The", "word"],
+        ["two", "words"],
+    ]
     assert [in_list for _, in_list in items] == [False, True, True, True]
     assert sentences(items[0][0]) == [items[0][0]], "'et al.' split a sentence"
     assert words(items[0][0]) == 9  # the formula is one word
