@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from bookbuild import ROOT, load_extension, toc_files
+from prose import prose_items, reading_path, reading_path_faults, sentences, words
 
 pytestmark = pytest.mark.book
 
@@ -182,3 +183,72 @@ def test_printed_tables_are_tables(built_book):
         text = re.sub(r"<pre[^>]*>.*?</pre>", "", page.read_text(), flags=re.S)  # code may hold them
         text = re.sub(r"<[^>]+>", " ", text)
         assert not raw.search(text), f"{page.name}: a Markdown table shows as raw text"
+
+
+def test_reading_path_prose_limits(built_book):
+    """The reading path (landing page and Parts I-IV) holds the second edition's limits.
+
+    At most 25,000 words of prose, at most 2,500 on a page, and no sentence
+    over 40 words outside a displayed list item (``tests/prose.py`` counts).
+    """
+    _, html = built_book
+    pages = reading_path(ROOT / "_toc.yml")
+    assert "book/intro" in pages and "book/recipes" in pages and "book/api" not in pages
+    faults = reading_path_faults(html, pages)
+    assert faults == [], "\n".join(faults)
+
+
+def _page(body: str) -> str:
+    return f"<html><body><nav><p>{'menu ' * 50}.</p></nav><article>{body}</article></body></html>"
+
+
+def _sentence(n: int) -> str:
+    return "The " + " ".join(["word"] * (n - 2)) + " ends."
+
+
+def test_prose_counter_on_a_snippet():
+    """List items are measured one by one (a nested list is not joined to its
+    item); code cells, tables and formulas are not prose; "et al." ends no sentence."""
+    html = _page(
+        "<p>Su et al. (2023) state it: $x$ <span class='math'>\\(a+b\\)</span> holds.</p>"
+        f"<ul><li>{_sentence(30)}<ul><li>{_sentence(30)}</li><li>two words</li></ul></li></ul>"
+        f"<div class='cell_input'><p>{_sentence(60)}</p></div>"
+        f"<table><tr><td>{_sentence(60)}</td></tr></table>"
+    )
+    items = prose_items(html)
+    assert [text.split()[:2] for text, _ in items] == [
+        ["Su", "et"],
+        ["The", "word"],
+        ["The", "word"],
+        ["two", "words"],
+    ]
+    assert [in_list for _, in_list in items] == [False, True, True, True]
+    assert sentences(items[0][0]) == [items[0][0]], "'et al.' split a sentence"
+    assert words(items[0][0]) == 9  # the formula is one word
+    assert all(words(s) <= 40 for text, _ in items for s in sentences(text))
+
+
+def test_prose_limits_catch_a_planted_long_sentence(tmp_path):
+    """A 41-word sentence in a paragraph of the reading path fails the limits;
+    the same in a list item, or 40 words, or in an appendix, does not."""
+    (tmp_path / "_toc.yml").write_text(
+        "root: book/intro\nparts:\n"
+        "  - caption: 'Part I: x'\n    chapters:\n      - file: book/a\n"
+        "  - caption: 'Appendices: y'\n    chapters:\n      - file: book/b\n"
+    )
+    pages = reading_path(tmp_path / "_toc.yml")
+    assert pages == ["book/intro", "book/a"]
+    (tmp_path / "book").mkdir()
+
+    def faults(intro: str, a: str) -> list[str]:
+        (tmp_path / "book" / "intro.html").write_text(_page(intro))
+        (tmp_path / "book" / "a.html").write_text(_page(a))
+        (tmp_path / "book" / "b.html").write_text(_page(f"<p>{_sentence(80)}</p>"))
+        return reading_path_faults(tmp_path, pages)
+
+    assert faults("<p>Short.</p>", f"<p>{_sentence(40)} {_sentence(40)}</p>") == []
+    assert faults("<p>Short.</p>", f"<ul><li>{_sentence(41)}</li></ul>") == []
+    planted = faults("<p>Short.</p>", f"<p>{_sentence(20)} {_sentence(41)}</p>")
+    assert len(planted) == 1 and planted[0].startswith("book/a: a sentence of 41 words"), planted
+    long_page = faults(f"<p>{_sentence(30)}</p>" * 84, "<p>Short.</p>")
+    assert long_page == ["book/intro: 2520 words of prose (at most 2,500)"], long_page
