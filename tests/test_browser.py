@@ -557,7 +557,13 @@ TABLES = """
   .map(t => ({
     caption: t.caption ? t.caption.textContent.trim().replace(/\\s+/g, " ").slice(0, 80) : "",
     numbered: !!(t.caption && t.caption.querySelector(".caption-number")),
-    emptyHeaders: [...t.querySelectorAll("th")].filter(th => !th.textContent.trim()).length,
+    // a header whose only content is a typeset formula is empty too: MathJax draws its glyphs
+    // with CSS, and its hidden copy for screen readers is no visible text (axe: empty-table-header)
+    emptyHeaders: [...t.querySelectorAll("th")].filter(th => {
+      const copy = th.cloneNode(true);
+      copy.querySelectorAll("mjx-container").forEach(m => m.remove());
+      return !copy.textContent.trim();
+    }).length,
     head: [...t.querySelectorAll("th")].map(th => th.textContent.trim()).join(" | ").slice(0, 80),
   }))
 """
@@ -672,3 +678,61 @@ def test_general_index_fits_a_phone(browser, served):
         assert overflow <= 0, f"the general index scrolls sideways by {overflow} px at 390 px"
     finally:
         tab.close()
+
+
+# ---------------------------------------------------------------------------
+# Search: excerpts in the reader's words (book/_static/search_snippets.js).
+
+SEARCH_EXCERPTS = """
+async () => {
+  const deadline = Date.now() + 60000;
+  while (document.querySelectorAll("#search-results p.context").length < 5 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await new Promise((r) => setTimeout(r, 1000));  // the excerpts still being fetched
+  return {
+    installed: typeof Search !== "undefined" && Search.htmlToText === window.attnscaleSearchText.articleText,
+    excerpts: [...document.querySelectorAll("#search-results p.context")].map((p) => p.textContent),
+  };
+}
+"""
+
+
+@pytest.mark.parametrize("query", ["entropy", "scale"])
+def test_search_excerpts_are_the_articles_words(browser, served, query):
+    """No excerpt shows the download menu ("....ipynb"), TeX ("\\(L\\)") or code toggles and code."""
+    tab = browser.new_page()
+    tab.goto(f"{served}/search.html?q={query}", wait_until="load")
+    found = tab.evaluate(SEARCH_EXCERPTS)
+    tab.close()
+    assert found["installed"], "search_snippets.js did not replace Search.htmlToText"
+    excerpts = found["excerpts"]
+    assert len(excerpts) >= 5, excerpts
+    bad = [
+        e[:120]
+        for e in excerpts
+        if re.search(r"\.\.\.\.(ipynb|md|pdf)\b|\\[(\[]|\\[A-Za-z]{2,}|Show code cell|Hide code cell|import ", e)
+    ]
+    assert bad == [], bad
+
+
+def test_search_text_writes_tex_as_text(browser):
+    """The excerpts' formulas: TeX as plain text, the article alone, without code."""
+    tab = browser.new_page()
+    tab.add_script_tag(path=str(ROOT / "book" / "_static" / "search_snippets.js"))
+    cases = {
+        r"\(\frac{1}{\sqrt d}\)": "1/√d",
+        r"\(\mathbb E\,\alpha(1 - \sum_i p_i^2)\)": "E α(1 - Σ_i p_i²)",
+        r"\(n = 10^{6}\)": "n = 10⁶",
+        r"\(\sqrt{2\log n}\)": "√(2log n)",
+    }
+    for tex, text in cases.items():
+        assert tab.evaluate("t => attnscaleSearchText.texToText(t)", tex) == text
+    page = (
+        '<main role="main"><div class="bd-header-article">.ipynb .md .pdf</div><article class="bd-article">'
+        '<h1>Title<a class="headerlink">#</a></h1><details><summary>Show code cell source</summary>'
+        '<div class="cell_input">import io</div></details><p>At <span class="math">\\(L\\)</span>, words.</p>'
+        "</article></main>"
+    )
+    assert tab.evaluate("h => attnscaleSearchText.articleText(h)", page) == "Title At L, words."
+    tab.close()
