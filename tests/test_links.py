@@ -294,7 +294,7 @@ TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
 
 
 def test_link_and_alt_texts_are_free_of_raw_tex(built_book):
-    """No link reads "The answers. \\alpha multiplies ...", no figure's alt text is TeX (scripts included) or cut off."""
+    """No link reads "The answers. \\alpha multiplies ...", no alt text TeX (scripts too) or cut off."""
     _, html = built_book
     found = []
     for page in sorted(html.rglob("*.html")):

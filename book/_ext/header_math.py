@@ -137,7 +137,8 @@ def _write_headers(app, doctree, docname):
             for math in list(entry.findall(nodes.math)):
                 text = math_html(math.astext())
                 if text is not None:
-                    math.replace_self(nodes.raw("", f'<span class="header-math">{text}</span>', format="html"))
+                    written = f'<span class="header-math">{text}</span>'
+                    math.replace_self(nodes.raw("", written, format="html"))
 
 
 def setup(app):
