@@ -453,6 +453,7 @@ FIGURE_SIZES = """
 }
 """
 
+
 def svg_text_size(path: Path) -> tuple[float, float]:
     """(smallest glyph's font size, viewBox width) of an SVG, both in its user units.
 
@@ -711,7 +712,9 @@ def test_search_excerpts_are_the_articles_words(browser, served, query):
     bad = [
         e[:120]
         for e in excerpts
-        if re.search(r"\.\.\.\.(ipynb|md|pdf)\b|\\[(\[]|\\[A-Za-z]{2,}|Show code cell|Hide code cell|import ", e)
+        if re.search(
+            r"\.\.\.\.(ipynb|md|pdf)\b|\\[(\[]|\\[A-Za-z]{2,}|Show code cell|Hide code cell|import ", e
+        )
     ]
     assert bad == [], bad
 
