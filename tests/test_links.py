@@ -317,7 +317,7 @@ def test_link_and_alt_texts_are_free_of_raw_tex(built_book):
     [
         (r"\mathbb E\,\alpha(1 - \sum_i p_i^2)", "E α(1 - Σᵢ pᵢ²)"),
         (r"n_{\mathrm{ref}}", "n ref"),
-        (r"\log_L n", "log base L n"),
+        (r"\log_L n", "log base L of n"),
         (r"a_t", "aₜ"),
         (r"e^{-c\sqrt d}", "e to the power (-c√d)"),
         (r"n = 10^3", "n = 10³"),

@@ -88,7 +88,7 @@ def _script(match: re.Match) -> str:
     if kind == "^":
         return f"{base} to the power {_grouped(body)}" if body != "*" else base + "*"
     if base in ("log", "\\log"):
-        return f"log base {body}"
+        return f"log base {body} of"
     return f"{base} {body}"
 
 
@@ -97,7 +97,7 @@ def speakable(tex: str) -> str:
 
     Sub- and superscripts become Unicode script forms where every character
     has one (``10^3`` -> 10³, ``p_i^2`` -> pᵢ²), else words
-    (``e^{-c}`` -> e to the power (-c), ``\\log_L n`` -> log base L n,
+    (``e^{-c}`` -> e to the power (-c), ``\\log_L n`` -> log base L of n,
     ``n_{\\mathrm{ref}}`` -> n ref); ``\\mathbb E`` -> E.
     """
     text = tex
