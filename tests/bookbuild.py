@@ -151,6 +151,48 @@ def notebook_chapters() -> list[Path]:
     return [p for p in paths if p.exists() and is_notebook(p)]
 
 
+# -- figure text -----------------------------------------------------------------
+
+#: A text matplotlib wrote as paths (svg.fonttype "path"): a group scaled by
+#: font size / 100 (matplotlib's text-to-path FONT_SCALE), whose glyphs are
+#: <use> elements; a mathtext glyph carries its own scale relative to the
+#: text (0.7 or SCRIPT_SCALE for a sub- or superscript, less for a script's
+#: script).  As text (fonttype "none"), each <text> or <tspan> has a font
+#: size in its style, scripts included.
+_PATH_TEXT = re.compile(
+    r'<g transform="translate\([^)]*\)(?: rotate\([^)]*\))? scale\(([\d.e-]+) -[\d.e-]+\)">(.*?)</g>', re.S
+)
+_GLYPH = re.compile(r'<use xlink:href="#([^"]+)"(?: transform="[^"]*?scale\(([\d.e-]+)\)")?')
+_STYLED = re.compile(r'<(?:text|tspan)\b[^>]*style="([^"]*)"')
+_VIEWBOX = re.compile(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+) [\d.]+"')
+#: Mathtext's sized delimiters (the radical of a square root, big brackets):
+#: drawn scaled to the height of what they enclose, so their scale says
+#: nothing of how small the text is.  They are not counted.
+_SIZED = "STIXSize"
+
+
+def svg_glyph_size(text: str) -> tuple[float, float]:
+    """(smallest glyph's font size, viewBox width) of a matplotlib SVG, both in its user units.
+
+    Every glyph counts at the size it is drawn, sub- and superscripts
+    included (a tick label's exponent, a subscript in a legend), except
+    mathtext's sized delimiters.  ``inf`` when the SVG has no text.
+    """
+    width = _VIEWBOX.search(text)
+    if width is None:
+        raise ValueError("the SVG has no viewBox")
+    sizes = []
+    for scale, body in _PATH_TEXT.findall(text):
+        for glyph, own in _GLYPH.findall(body):
+            if _SIZED not in glyph:
+                sizes.append(float(scale) * 100 * (float(own) if own else 1.0))
+    for style in _STYLED.findall(text):
+        size = re.search(r"font-size:\s*([\d.]+)px", style)
+        if size and _SIZED not in style:
+            sizes.append(float(size.group(1)))
+    return min(sizes, default=float("inf")), float(width.group(1))
+
+
 # -- the PDF ---------------------------------------------------------------------
 
 #: The PDF build: jupyter-book's LaTeX route (XeLaTeX, see _config.yml), as

@@ -35,7 +35,7 @@ import re
 from pathlib import Path
 
 import pytest
-from bookbuild import ROOT, notebook_chapters, toc_files
+from bookbuild import ROOT, notebook_chapters, svg_glyph_size, toc_files
 
 pytestmark = pytest.mark.book
 
@@ -453,27 +453,15 @@ FIGURE_SIZES = """
 }
 """
 
-#: Text in an SVG that matplotlib wrote: as paths (svg.fonttype "path"), a
-#: text is a group scaled by font size / 100 (matplotlib's text-to-path
-#: FONT_SCALE); as text (fonttype "none"), a font size in its style.
-_PATH_TEXT = re.compile(
-    r'<g transform="translate\([^)]*\)(?: rotate\([^)]*\))? scale\(([\d.e-]+) -[\d.e-]+\)">'
-)
-_TEXT_STYLE = re.compile(r"<text[^>]*style=\"[^\"]*font(?:-size)?:[^;\"]*?([\d.]+)px")
-_VIEWBOX = re.compile(r'viewBox="[-\d.]+ [-\d.]+ ([\d.]+) [\d.]+"')
-
 
 def svg_text_size(path: Path) -> tuple[float, float]:
-    """(smallest font size, viewBox width) of an SVG, both in its user units.
+    """(smallest glyph's font size, viewBox width) of an SVG, both in its user units.
 
-    The font size is that of each text as a whole (mathtext's sub- and
-    superscripts, 0.7 of it by typographic convention, are part of it).
+    Every glyph counts, mathtext's sub- and superscripts included
+    (``bookbuild.svg_glyph_size``): a tick label's exponent is the smallest
+    glyph of most figures.
     """
-    text = path.read_text(errors="ignore")
-    width = _VIEWBOX.search(text)
-    assert width, f"{path.name} has no viewBox"
-    sizes = [float(s) * 100 for s in _PATH_TEXT.findall(text)] + [float(s) for s in _TEXT_STYLE.findall(text)]
-    return (min(sizes) if sizes else float("inf")), float(width.group(1))
+    return svg_glyph_size(path.read_text(errors="ignore"))
 
 
 def _figure_text(built_book, visit, size):
@@ -501,10 +489,12 @@ def _figure_text(built_book, visit, size):
 def test_figure_text_is_legible(browser, served, built_book, page):
     """Every figure's smallest text is >= 9 CSS px as displayed, at 1400 px and at 390 px.
 
-    The figures are drawn about 4 in wide with their legends under the axes
-    (a phone shows them whole at about 342 px), and a tap on one opens its
-    SVG at full size.  Text drawn on the page (the calculator's inline SVG)
-    has no full size: >= 9 px at both widths.
+    Every glyph counts, sub- and superscripts included (a tick label's
+    exponent is the smallest glyph of most figures).  The figures are drawn
+    4.0 to 4.6 in wide with their legends under the axes (a phone shows them
+    whole, 342 px wide), and a tap on one opens its SVG at full size.  Text
+    drawn on the page (the calculator's inline SVG) has no full size: >= 9
+    px at both widths.
     """
     visit = _visit(browser, served, page)
     small, closed = [], []
@@ -522,24 +512,39 @@ def test_figure_text_is_legible(browser, served, built_book, page):
     assert closed == [], f"{page}: figures a tap does not open full size: {closed}"
 
 
-def test_svg_text_size_reads_matplotlib_figures(tmp_path):
-    """svg_text_size finds the smallest text matplotlib drew, as paths and as text."""
+def test_svg_text_size_reads_matplotlib_figures(tmp_path, monkeypatch, request):
+    """svg_text_size finds the smallest glyph matplotlib drew, scripts included, as paths and as text.
+
+    A superscript is 0.7 of its text (matplotlib's default): 0.7 x 11 =
+    7.7 points in the axis label, below the legend's 8.5.  A square root's
+    radical, drawn scaled to its radicand's height, is not a small glyph.
+    """
     import matplotlib
 
     matplotlib.use("svg")
     import matplotlib.pyplot as plt
+    from matplotlib import _mathtext, mathtext
 
+    # matplotlib's own script size, whatever the book style set in this process
+    monkeypatch.setattr(_mathtext, "SHRINK_FACTOR", 0.7)
+    cache = mathtext.MathTextParser._parse_cached
+    cache.cache_clear()
+    request.addfinalizer(cache.cache_clear)  # no layout at 0.7 is left for the tests after this one
     for fonttype in ("path", "none"):
         with matplotlib.rc_context({"svg.fonttype": fonttype}):
             fig, ax = plt.subplots(figsize=(4, 3))
-            ax.plot([0, 1], [0, 1], label="a line")
-            ax.set_xlabel(r"$\alpha$ label", fontsize=11)
-            ax.tick_params(labelsize=8.5)
-            ax.legend(fontsize=7.5)
+            ax.plot([0, 1], [0, 1], label=r"a line, $\sqrt{n}$")
+            ax.set_xlabel(r"$\alpha^*$ label", fontsize=11)
+            ax.tick_params(labelsize=9)
+            ax.legend(fontsize=8.5)
             fig.savefig(tmp_path / f"{fonttype}.svg")
+            ax.set_xlabel("label", fontsize=11)
+            fig.savefig(tmp_path / f"{fonttype}-plain.svg")
             plt.close(fig)
         font, width = svg_text_size(tmp_path / f"{fonttype}.svg")
-        assert (round(font, 2), width) == (7.5, 288.0), (fonttype, font, width)
+        assert (round(font, 2), width) == (7.7, 288.0), (fonttype, font, width)
+        font, width = svg_text_size(tmp_path / f"{fonttype}-plain.svg")
+        assert (round(font, 2), width) == (8.5, 288.0), (fonttype, font, width)
 
 
 # ---------------------------------------------------------------------------
@@ -553,7 +558,13 @@ TABLES = """
   .map(t => ({
     caption: t.caption ? t.caption.textContent.trim().replace(/\\s+/g, " ").slice(0, 80) : "",
     numbered: !!(t.caption && t.caption.querySelector(".caption-number")),
-    emptyHeaders: [...t.querySelectorAll("th")].filter(th => !th.textContent.trim()).length,
+    // a header whose only content is a typeset formula is empty too: MathJax draws its glyphs
+    // with CSS, and its hidden copy for screen readers is no visible text (axe: empty-table-header)
+    emptyHeaders: [...t.querySelectorAll("th")].filter(th => {
+      const copy = th.cloneNode(true);
+      copy.querySelectorAll("mjx-container").forEach(m => m.remove());
+      return !copy.textContent.trim();
+    }).length,
     head: [...t.querySelectorAll("th")].map(th => th.textContent.trim()).join(" | ").slice(0, 80),
   }))
 """
@@ -668,3 +679,63 @@ def test_general_index_fits_a_phone(browser, served):
         assert overflow <= 0, f"the general index scrolls sideways by {overflow} px at 390 px"
     finally:
         tab.close()
+
+
+# ---------------------------------------------------------------------------
+# Search: excerpts in the reader's words (book/_static/search_snippets.js).
+
+SEARCH_EXCERPTS = """
+async () => {
+  const deadline = Date.now() + 60000;
+  while (document.querySelectorAll("#search-results p.context").length < 5 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await new Promise((r) => setTimeout(r, 1000));  // the excerpts still being fetched
+  return {
+    installed: typeof Search !== "undefined" && Search.htmlToText === window.attnscaleSearchText.articleText,
+    excerpts: [...document.querySelectorAll("#search-results p.context")].map((p) => p.textContent),
+  };
+}
+"""
+
+
+@pytest.mark.parametrize("query", ["entropy", "scale"])
+def test_search_excerpts_are_the_articles_words(browser, served, query):
+    """No excerpt shows the download menu ("....ipynb"), TeX ("\\(L\\)") or code toggles and code."""
+    tab = browser.new_page()
+    tab.goto(f"{served}/search.html?q={query}", wait_until="load")
+    found = tab.evaluate(SEARCH_EXCERPTS)
+    tab.close()
+    assert found["installed"], "search_snippets.js did not replace Search.htmlToText"
+    excerpts = found["excerpts"]
+    assert len(excerpts) >= 5, excerpts
+    bad = [
+        e[:120]
+        for e in excerpts
+        if re.search(
+            r"\.\.\.\.(ipynb|md|pdf)\b|\\[(\[]|\\[A-Za-z]{2,}|Show code cell|Hide code cell|import ", e
+        )
+    ]
+    assert bad == [], bad
+
+
+def test_search_text_writes_tex_as_text(browser):
+    """The excerpts' formulas: TeX as plain text, the article alone, without code."""
+    tab = browser.new_page()
+    tab.add_script_tag(path=str(ROOT / "book" / "_static" / "search_snippets.js"))
+    cases = {
+        r"\(\frac{1}{\sqrt d}\)": "1/√d",
+        r"\(\mathbb E\,\alpha(1 - \sum_i p_i^2)\)": "E α(1 - Σ_i p_i²)",
+        r"\(n = 10^{6}\)": "n = 10⁶",
+        r"\(\sqrt{2\log n}\)": "√(2log n)",
+    }
+    for tex, text in cases.items():
+        assert tab.evaluate("t => attnscaleSearchText.texToText(t)", tex) == text
+    page = (
+        '<main role="main"><div class="bd-header-article">.ipynb .md .pdf</div><article class="bd-article">'
+        '<h1>Title<a class="headerlink">#</a></h1><details><summary>Show code cell source</summary>'
+        '<div class="cell_input">import io</div></details><p>At <span class="math">\\(L\\)</span>, words.</p>'
+        "</article></main>"
+    )
+    assert tab.evaluate("h => attnscaleSearchText.articleText(h)", page) == "Title At L, words."
+    tab.close()

@@ -1554,6 +1554,10 @@ def test_the_form_by_keyboard_and_for_screen_readers(form_tab):
     assert keys.get_attribute("aria-invalid") == "true"
     assert keys.get_attribute("aria-describedby") == "calc-message"
     assert tab.get_by_label("head dimension").get_attribute("aria-invalid") is None
+    # the message sits right under the field in error, on screen while the reader types on a phone
+    assert message.evaluate("m => m.previousElementSibling.id") == "calc-n"
+    field_box, message_box = keys.bounding_box(), message.bounding_box()
+    assert 0 <= message_box["y"] - (field_box["y"] + field_box["height"]) < 20, (field_box, message_box)
     assert "calc-stale" in tab.locator("#attnscale-calculator .calc-output").get_attribute("class")
     text = form.inner_text()
     assert "NaN" not in text and "Infinity" not in text
@@ -1561,6 +1565,8 @@ def test_the_form_by_keyboard_and_for_screen_readers(form_tab):
     tab.keyboard.type("000")  # 1000
     assert message.inner_text() == ""
     assert keys.get_attribute("aria-invalid") is None
+    # and, with no error, back in its place under the fields
+    assert message.evaluate("m => m.previousElementSibling.classList.contains('calc-fields')")
     # screen readers: one polite status, set only once typing pauses (500 ms),
     # and no live region around the table or the message
     kinds = ("[aria-live]", "[role=alert]", "[role=status]")

@@ -115,16 +115,76 @@ def test_figures_are_vector_with_alt_text(built_book, page):
         )
 
 
-def test_figure_style_is_legible():
-    """Text in figures is at least 9 pt and figures are vector in both routes.
+#: Figure widths in inches as the chapters and ``attnscale.support.figures`` draw them.
+_FIGSIZE = re.compile(r"figsize=\(([\d.]+),")
 
-    The chapters render SVG; the PDF build converts it (tests/test_pdf.py
-    checks that no bitmap reaches the PDF).
+
+def _figure_widths() -> list[float]:
+    sources = [*sorted((ROOT / "book").glob("*.md")), *sorted((ROOT / "src" / "attnscale").rglob("*.py"))]
+    return [float(w) for path in sources for w in _FIGSIZE.findall(path.read_text())]
+
+
+def _style_sample(width: float) -> str:
+    """An SVG drawn in the book style, ``width`` inches wide, with every kind of small glyph.
+
+    Tick labels with exponents on base-2 and base-10 log axes (``2^6``,
+    ``10^{-2}``), an axis label with a subscript, a title, a legend entry
+    with a superscript and a text placed in the axes.
     """
+    import io
+
+    import matplotlib
+
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+
     from attnscale.support import plotting
 
+    plotting.use_book_style()
+    fig, ax = plt.subplots(figsize=(width, 3.6))
+    ax.plot([2**4, 2**12], [1e-3, 1e1], label=r"$\alpha^*(n)$")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(r"length $n$, $\log_L n$")
+    ax.set_ylabel("loss")
+    ax.set_title("a panel")
+    ax.text(2**5, 1e-2, "guessing")
+    fig.legend(loc="outside lower center")
+    out = io.StringIO()
+    fig.savefig(out, format="svg")
+    plt.close(fig)
+    return out.getvalue()
+
+
+def test_figure_style_is_legible():
+    """Every glyph of a figure, scripts included, is >= 9 CSS px on a phone; text <= 16 px on a desktop.
+
+    A phone 390 px wide shows a figure ``PHONE_FIGURE_PX`` (342) px wide; a
+    desktop shows it at its natural width, 4/3 px a point.  A figure drawn
+    at the widest width in the book, in the book style, must show its
+    smallest glyph (a tick label's exponent, matplotlib's 0.7 of the tick
+    size unless the style says otherwise) at >= 9 px on the phone: the
+    style of 2026-12-05 (scripts 0.7 of 9.5 pt, figures up to 4.6 in) gave
+    7.2 px there.  Its largest ordinary text stays <= 16 px on a desktop.
+    The built book is measured page by page in tests/test_browser.py.
+    Figures are vector in both routes: the chapters render SVG; the PDF
+    build converts it (tests/test_pdf.py checks that no bitmap reaches the PDF).
+    """
+    from bookbuild import svg_glyph_size
+
+    from attnscale.support import plotting
+
+    widths = _figure_widths()
+    assert len(widths) > 20, widths
+    widest = max(widths)
+    smallest, viewbox = svg_glyph_size(_style_sample(widest))
+    assert viewbox == pytest.approx(72 * widest)
+    phone = smallest * plotting.PHONE_FIGURE_PX / viewbox
+    assert phone >= 9, f"smallest glyph {phone:.2f} px on a phone in a figure {widest} in wide"
     sizes = [v for k, v in plotting.BOOK_STYLE.items() if k.endswith(("size", "fontsize"))]
-    assert sizes and min(sizes) >= 9
+    assert max(sizes) * 4 / 3 <= 16, f"text of {max(sizes)} pt is {max(sizes) * 4 / 3:.1f} px on a desktop"
+    # a figure no wider than the phone's column is shown at its natural width there
+    assert 72 * widest * 4 / 3 >= plotting.PHONE_FIGURE_PX
     assert plotting.FIGURE_FORMATS == ("svg",)
     sphinx = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]
     assert "sphinxcontrib.cairosvgconverter" in sphinx["extra_extensions"]

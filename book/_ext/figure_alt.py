@@ -71,20 +71,53 @@ def _grouped(text: str) -> str:
     return text if len(text.strip()) <= 2 or (text.startswith("\\") and " " not in text) else f"({text})"
 
 
+#: Unicode's superscript and subscript forms: a script made only of these is
+#: written with them (10³, pᵢ², aₜ); any other is spelled out in words.
+_SUPERSCRIPT = dict(zip("0123456789+-−=()ni", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ⁿⁱ", strict=True))
+_SUBSCRIPT = dict(zip("0123456789+-−=()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ", strict=True))
+#: A script: ``_`` or ``^``, then a braced group (innermost braces) or one character or command.
+_SCRIPT = re.compile(r"(\\?[A-Za-z]+|[^\s_^{}])?\s*([_^])\s*(\{[^{}]*\}|\\[A-Za-z]+|[^\s{}\\])")
+
+
+def _script(match: re.Match) -> str:
+    """One sub- or superscript as plain text: Unicode forms where they exist, else spelled out."""
+    base, kind, body = match.group(1) or "", match.group(2), match.group(3).strip("{}").strip()
+    forms = _SUPERSCRIPT if kind == "^" else _SUBSCRIPT
+    if body and all(ch in forms for ch in body):
+        return base + "".join(forms[ch] for ch in body)
+    if kind == "^":
+        return f"{base} to the power {_grouped(body)}" if body != "*" else base + "*"
+    if base in ("log", "\\log"):
+        return f"log base {body} of"
+    return f"{base} {body}"
+
+
 def speakable(tex: str) -> str:
-    """TeX math as plain text a screen reader can say: ``\\sqrt{\\log n}`` -> ``√(log n)``."""
+    """TeX math as plain text a screen reader can say: ``\\sqrt{\\log n}`` -> ``√(log n)``.
+
+    Sub- and superscripts become Unicode script forms where every character
+    has one (``10^3`` -> 10³, ``p_i^2`` -> pᵢ²), else words
+    (``e^{-c}`` -> e to the power (-c), ``\\log_L n`` -> log base L of n,
+    ``n_{\\mathrm{ref}}`` -> n ref); ``\\mathbb E`` -> E.
+    """
     text = tex
+    text = re.sub(
+        r"\\(?:mathbb|mathrm|mathbf|mathit|mathcal|boldsymbol|operatorname|text)\s*([A-Za-z0-9])", r"\1", text
+    )
+    text = re.sub(r"\\sqrt\s*(\w)", r"√\1", text)
     for _ in range(3):  # nested arguments, innermost first
         text = re.sub(r"\\sqrt\{([^{}]*)\}", lambda m: "√" + _grouped(m.group(1)), text)
         text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", lambda m: f"{_grouped(m[1])}/{_grouped(m[2])}", text)
         text = re.sub(
-            r"\\(?:mathrm|text|operatorname|mathbf|mathit|mathcal|boldsymbol)\{([^{}]*)\}", r"\1", text
+            r"\\(?:mathbb|mathrm|text|operatorname|mathbf|mathit|mathcal|boldsymbol)\{([^{}]*)\}", r"\1", text
         )
     text = re.sub(r"\\sqrt\s*(\w)", r"√\1", text)
     text = re.sub(r"\\(left|right|big|Big|bigg|Bigg)\b", "", text)
     text = re.sub(r"\\[,;:! ]", " ", text)
+    for _ in range(3):  # a script's script, innermost first
+        text = _SCRIPT.sub(_script, text)
     text = re.sub(r"\\([A-Za-z]+)", lambda m: _SYMBOLS.get(m.group(1), m.group(1)), text)
-    text = text.replace("^*", "*").replace("{", "").replace("}", "").replace("\\", "")
+    text = text.replace("{", "").replace("}", "").replace("\\", "")
     return re.sub(r"\s+", " ", text).strip()
 
 

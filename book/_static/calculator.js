@@ -1944,6 +1944,18 @@
     return parts;
   }
 
+  // The message sits under the field it is about, across the form's grid, where a reader typing on a
+  // phone sees it (under all the fields it was off screen); with no error it goes back under the fields.
+  // Only the message moves: the field being typed in keeps its focus.
+  function placeMessage(form, message, field) {
+    const input = field ? form.elements[field] : null;
+    if (input) {
+      if (message.previousElementSibling !== input) input.after(message);
+    } else if (message.previousElementSibling !== form.querySelector(".calc-fields")) {
+      form.querySelector(".calc-fields").after(message);
+    }
+  }
+
   function render(form, table) {
     const out = form.querySelector(".calc-output");
     const message = form.querySelector(".calc-message");
@@ -1960,6 +1972,7 @@
     // bad input: the last good table stays, dimmed, with the reason above it
     message.textContent = result.error || "";
     out.classList.toggle("calc-stale", Boolean(result.error));
+    placeMessage(form, message, result.field);
     // the field the message is about, for screen readers (WCAG 3.3.1)
     for (const input of form.querySelectorAll("input")) {
       // a field's own note (what a measurement means) stays part of its description

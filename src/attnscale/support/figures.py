@@ -40,8 +40,9 @@ def no_scale_figure(dims, largest, median, exact_mean):
     row with its 95% band, and the exact mean over rows (dotted), on a log
     scale; a legend under the axes names the line styles.  Both against
     :math:`d` on a shared base-2 log axis.  Drawn 4.2 in wide, one panel
-    above the other, so that its smallest text (9.5 pt) is about 10 CSS px
-    on a phone, where the figure is shown 342 px wide.
+    above the other, so that its smallest glyph (a tick exponent, 0.8 of
+    10.5 pt) is at least 9 CSS px on a phone, where the figure is shown 342
+    px wide (``attnscale.support.plotting``).
 
     Parameters
     ----------
@@ -173,8 +174,9 @@ def depth_moments_figure(layers, forward, backward, dashed):
     One line per architecture in both panels, each with a marker of its own
     every few layers (the legend, under the axes, names them), on log axes
     clipped at :math:`10^{\pm 16}`, against the layer.  Drawn 4.4 in wide,
-    so that its smallest text (9.5 pt) is about 10 CSS px on a phone, where
-    the figure is shown 342 px wide.
+    so that its smallest glyph (a tick exponent, 0.8 of 10.5 pt) is at
+    least 9 CSS px on a phone, where the figure is shown 342 px wide
+    (``attnscale.support.plotting``).
 
     Parameters
     ----------
@@ -240,8 +242,9 @@ def tuned_rate_figure(titles, tuned, single_rate, marked, colors, steps):
     marker of its own (``o``, ``s``, ... in the order of ``colors``); the
     legend, under the axes, names the lengths, then the two line styles
     (tuned rate, one rate) and the two open markers.  Drawn 4.2 in wide, one panel
-    above the other, so that its smallest text (9.5 pt) is about 10 CSS px
-    on a phone, where the figure is shown 342 px wide.
+    above the other, so that its smallest glyph (a tick exponent, 0.8 of
+    10.5 pt) is at least 9 CSS px on a phone, where the figure is shown 342
+    px wide (``attnscale.support.plotting``).
 
     Parameters
     ----------

@@ -1,22 +1,31 @@
-"""One figure style for every chapter.
+r"""One figure style for every chapter.
 
 Figures are drawn on an opaque white background, so they stay readable
 when the book is switched to its dark theme.  In a notebook they are shown
 as vector graphics: every figure carries an SVG (what the HTML book and
 Jupyter display, sharp at any zoom), which the PDF build converts to a
 vector PDF for LaTeX (``sphinxcontrib.cairosvgconverter``), so no figure is
-a low-resolution bitmap.  Text sizes are in points of the figure as drawn,
-and the book draws its figures about 4.2 in wide (at most 4.6), panels
-stacked one above the other and legends under the axes: a phone 390 px
-wide shows a figure about 342 px wide, so the smallest text, 9.5 points,
-is shown at 9.5 x 342 / (4.2 x 72), about 10.7 CSS px (and larger on a
-desktop, where a figure is shown at its natural width).
-``tests/test_browser.py`` measures it on every page at both widths.
+a low-resolution bitmap.
+
+Text sizes are in points of the figure as drawn.  The book draws its
+figures 4.0 to 4.6 in wide, panels stacked one above the other and legends
+under the axes.  A phone 390 px wide shows a figure :data:`PHONE_FIGURE_PX`
+(342) CSS px wide, the theme's content column, so a glyph of :math:`s`
+points in a figure :math:`w` inches wide is shown
+:math:`s \cdot 342 / (72 w)` px tall there; a desktop shows the figure at
+its natural width, :math:`4/3` px a point.  The smallest glyph is a
+sub- or superscript of a tick label (the exponent of :math:`2^6` or
+:math:`10^{-2}`): :data:`SCRIPT_SCALE` (0.8) of 10.5 points, which is
+8.4 points, 9.1 px on a phone in the widest figure with scripts (4.4 in)
+and 11.2 px on a desktop.  Ordinary text is 10.5 to 11 points, 14 to
+14.7 px on a desktop.  ``tests/test_reading.py`` checks these sizes in
+figures drawn with this style; ``tests/test_browser.py`` measures every
+glyph of every figure of the built book at both widths.
 """
 
 from __future__ import annotations
 
-__all__ = ["LINESTYLES", "MARKERS", "PALETTE", "use_book_style"]
+__all__ = ["LINESTYLES", "MARKERS", "PALETTE", "PHONE_FIGURE_PX", "SCRIPT_SCALE", "use_book_style"]
 
 #: Formats every inline figure is rendered in.  SVG only: the HTML book and
 #: Jupyter show it, and the PDF build (which reuses the HTML build's executed
@@ -39,6 +48,19 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 #: dash-dot, dotted, then long dashes).
 LINESTYLES = ("-", "--", "-.", ":", (0, (6, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 2)))
 
+#: The width, in CSS px, at which a phone 390 px wide shows a figure: the
+#: theme's content column at that viewport (measured in Chromium on the
+#: built book: every figure, natural width 384 to 442 px, is shown 342 px wide).
+PHONE_FIGURE_PX = 342
+
+#: The size of mathtext's sub- and superscripts relative to their text.
+#: Matplotlib draws them at 0.7 (TeX's script size), which put tick exponents
+#: at 7.2 px on a phone; at 0.8 they stay at 9 px or more (module docstring).
+#: Matplotlib offers no setting for it: :func:`use_book_style` sets the
+#: constant its mathtext layout reads (``matplotlib._mathtext.SHRINK_FACTOR``),
+#: and ``tests/test_reading.py`` checks that the scripts come out that size.
+SCRIPT_SCALE = 0.8
+
 BOOK_STYLE = {
     "figure.dpi": 100,
     "savefig.dpi": 200,  # any bitmap that is still made (e.g. savefig to .png) is 2x
@@ -49,12 +71,12 @@ BOOK_STYLE = {
     "grid.alpha": 0.3,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "font.size": 10.5,
-    "axes.titlesize": 10.5,
-    "axes.labelsize": 10.5,
-    "xtick.labelsize": 9.5,
-    "ytick.labelsize": 9.5,
-    "legend.fontsize": 9.5,
+    "font.size": 11,
+    "axes.titlesize": 11,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10.5,
+    "ytick.labelsize": 10.5,
+    "legend.fontsize": 10.5,
     "figure.constrained_layout.use": True,
     # (a string: matplotlib parses it, so this module needs no import of it)
     "axes.prop_cycle": f"cycler(color={list(PALETTE)!r})",
@@ -69,15 +91,22 @@ BOOK_STYLE = {
 def use_book_style() -> None:
     """Apply the book's matplotlib style and show figures as SVG.
 
-    White background, light grid, text of at least 9.5 points, and, when
+    White background, light grid, text of at least 10.5 points, sub- and
+    superscripts at :data:`SCRIPT_SCALE` of their text, and, when
     running inside IPython/Jupyter, inline figures rendered as SVG
     instead of PNG (``matplotlib_inline.backend_inline.set_matplotlib_formats``).
     Outside IPython only the style is applied.  Imports matplotlib lazily, so
     that the numerical package does not depend on it.
     """
     import matplotlib as mpl
+    from matplotlib import _mathtext, mathtext
 
     mpl.rcParams.update(BOOK_STYLE)
+    if _mathtext.SHRINK_FACTOR != SCRIPT_SCALE:
+        # read by mathtext's layout each time it shrinks a script; the layouts
+        # already made at the old size are dropped from matplotlib's cache
+        _mathtext.SHRINK_FACTOR = SCRIPT_SCALE
+        mathtext.MathTextParser._parse_cached.cache_clear()
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover - IPython is a dependency of the book only
