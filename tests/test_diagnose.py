@@ -672,3 +672,69 @@ def test_a_masked_score_is_refused_with_a_hint():
     rows[2, 7] = -np.inf
     with pytest.raises(ValueError, match=r"scores must be finite.*mask"):
         at.diagnose_law(rows, [256])
+
+
+# --- the data's own checks on a reading ---------------------------------------
+
+
+def test_student_t_rows_read_too_deep_are_flagged_by_the_depth_check():
+    # Student-t rows are Frechet, but the top quarter of 1024 keys is not yet
+    # in the Pareto regime: the factor read at depth k and at k/4 disagree
+    # (the battery lookup alone vouched for these readings: coverage 0/20);
+    # the check sees it in over half the draws at 100 resamples, not all
+    flagged, ratios = [], []
+    for df in (3, 5):
+        for j in range(4):
+            x = np.random.default_rng(RNG_SEED + 70 + j).standard_t(df, size=(64, 1024))
+            out = at.diagnose_law(x, [16384], resamples=100, seed=j)
+            flagged.append(out.reading == "unreliable for this reading")
+            assert flagged[-1] == (not out.reliable)
+            ratios.append(out.depth_ratio)
+    assert np.mean(flagged) >= 0.5, flagged
+    assert np.median(ratios) > 1.05, ratios
+
+
+def test_gaussian_rows_at_few_keys_are_flagged_whatever_domain_is_read():
+    # at 64 keys a Gaussian head is read as bounded in some draws; the data
+    # cannot check the model at that depth, so no reading is vouched for
+    rng = np.random.default_rng(RNG_SEED + 71)
+    domains = set()
+    for j in range(12):
+        out = at.diagnose_law(rng.normal(size=(64, 64)), [1024], resamples=100, seed=j)
+        domains.add(out.domain)
+        assert not out.reliable, (j, out.domain)
+    assert "reverse-weibull" in domains
+    # many rows of 16 keys: a tail of 4 order statistics, no second depth
+    out = at.diagnose_law(rng.normal(size=(4000, 16)), [256], resamples=50)
+    assert not out.reliable
+
+
+def test_exact_pareto_rows_at_many_keys_stay_vouched():
+    # in the model family, the two depths agree and the resamples agree on
+    # the domain: the reading stays reliable, and a seeded Student-t head
+    # of the same size is not (the check can fail)
+    for gamma in (2.0, 4.0):
+        for j in range(3):
+            x = np.random.default_rng(RNG_SEED + 72 + j).pareto(gamma, size=(64, 1024)) + 1.0
+            out = at.diagnose_law(x, [16384], resamples=100, seed=j)
+            assert out.domain == "frechet" and out.reliable, (gamma, j, out.depth_ratio)
+            assert abs(out.depth_ratio - 1) < 0.1 and out.domain_agreement >= 0.8
+
+
+def test_battery_laws_unflagged_readings_cover():
+    # the book's battery laws at 64 x 1024 (8 draws each): every reading the
+    # data checks vouch for covers the law's own two-end ratio at least 0.75
+    from attnscale.theory.diagnose import _battery_laws
+
+    rng = np.random.default_rng(RNG_SEED + 73)
+    hits = []
+    for name, draw, alpha_c, _domain in _battery_laws():
+        if alpha_c is None:
+            continue
+        truth = float(alpha_c(16384.0) / alpha_c(1024.0))
+        for j in range(8):
+            out = at.diagnose_law(draw(rng, (64, 1024)), [16384], resamples=100, seed=j)
+            if out.reliable:
+                lo, hi = out.factor_interval[:, 0]
+                hits.append(lo <= truth <= hi)
+    assert len(hits) >= 6 and np.mean(hits) >= 0.75, (len(hits), np.mean(hits))
