@@ -321,6 +321,7 @@ def test_diagnostic_is_reproducible_and_seeded():
         (dict(seed="a"), "seed"),
         (dict(seed=1.5), "seed"),
         (dict(resamples=10**7), "tail and resamples"),
+        (dict(scores=np.zeros((10**6, 16)).view(np.float64)[:, :16], lengths=[256] * 200), "scores, tail"),
     ],
 )
 def test_diagnostic_refuses_bad_input(kwargs, match):
@@ -738,3 +739,39 @@ def test_battery_laws_unflagged_readings_cover():
                 lo, hi = out.factor_interval[:, 0]
                 hits.append(lo <= truth <= hi)
     assert len(hits) >= 6 and np.mean(hits) >= 0.75, (len(hits), np.mean(hits))
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_memory_estimate_bounds_the_measured_peak(planted, monkeypatch):
+    # the up-front estimate (route 1) against tracemalloc's peak (route 2),
+    # on many short rows and on planted rows with several lengths, with the
+    # bootstrap split into chunks of resamples (the former bootstrap held
+    # every resample's picks and counts at once, uncounted)
+    import tracemalloc
+
+    from attnscale.theory import diagnose
+
+    rng = np.random.default_rng(RNG_SEED + 80)
+    if planted:
+        x = rng.normal(size=(4000, 32))
+        x[:, 3] = 9.0
+        lengths = np.geomspace(64, 2**20, 10)
+    else:
+        x = rng.normal(size=(100_000, 16))
+        lengths = [256]
+    monkeypatch.setattr(diagnose, "_BOOT_CHUNK_BYTES", 2**23)
+    rows, L = x.shape
+    k = max(4, L // 4)
+    estimate = diagnose._memory_estimate(rows, L, k, 100, len(lengths))
+    tracemalloc.start()
+    out = at.diagnose_law(x, lengths, resamples=100)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert (out.domain == "planted") == planted
+    assert peak <= estimate, (peak / 1e6, estimate / 1e6)
+    # not so loose that it refuses what fits (a quarter of it is really used)
+    assert estimate < 4 * peak, (peak / 1e6, estimate / 1e6)
+    # chunks draw the same picks as one call
+    monkeypatch.setattr(diagnose, "_BOOT_CHUNK_BYTES", 2**40)
+    whole = at.diagnose_law(x, lengths, resamples=100)
+    np.testing.assert_allclose(out.factor_interval, whole.factor_interval, rtol=1e-12)

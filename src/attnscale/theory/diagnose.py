@@ -992,15 +992,40 @@ def _diagnose_arguments(scores, lengths, tail, level, resamples, seed=0):
         raise TypeError(f"seed must be a non-negative integer, got {type(seed).__name__}")
     if seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    # bounded cost: the bootstrap holds (resamples, k) spacing means
-    need = 8.0 * resamples * (k + rows)
+    # bounded cost: every large array counted up front
+    need = _memory_estimate(rows, L, k, resamples, n.size)
     if need > _MAX_EXTRA_BYTES:
         raise ValueError(
-            f"tail and resamples: the bootstrap would hold {need / 1e9:.1f} GB "
-            f"(resamples * (tail + rows) * 8 bytes, at most {_MAX_EXTRA_BYTES / 1e9:.0f} GB); "
-            "pass a smaller tail or fewer resamples"
+            f"scores, tail and resamples: the diagnostic would need about {need / 1e9:.1f} GB beyond the "
+            f"input (at most {_MAX_EXTRA_BYTES / 1e9:.0f} GB); pass fewer rows, a smaller tail or fewer resamples"
         )
     return x, n, k
+
+
+def _memory_estimate(rows, L, k, resamples, nlen):
+    """Bytes the diagnostic holds beyond its input, an upper estimate (tests/test_diagnose.py checks it).
+
+    The sum of: one chunk of the pass over the scores (a float64 copy, its
+    partition indices, the percentile's copy: 48 bytes a score); the
+    per-row arrays (the ``k + 2`` largest values and their columns, the
+    background's copy, the spacings: 64 bytes per row and order statistic,
+    and 128 per row); the planted rows' per-row factors and their
+    root-finding temporaries (160 bytes per row and length, counted
+    always); one chunk of bootstrap resamples (``_boot_bytes_per_resample``,
+    at most ``_BOOT_CHUNK_BYTES``); and the per-resample fits and factors
+    (``8 * (20 + 30 * lengths)`` bytes each).
+    """
+    chunk = min(rows, max(1, _CHUNK_SCORES // L)) * L
+    per_resample = _boot_bytes_per_resample(rows, k, nlen)
+    step = max(1, min(resamples, int(_BOOT_CHUNK_BYTES // per_resample)))
+    return float(
+        48.0 * chunk
+        + 64.0 * rows * (k + 2)
+        + 128.0 * rows
+        + 160.0 * rows * nlen
+        + step * per_resample
+        + 8.0 * resamples * (20 + 30 * nlen)
+    )
 
 
 def _boot_bytes_per_resample(rows, k, nlen):
