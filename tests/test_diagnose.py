@@ -775,3 +775,22 @@ def test_memory_estimate_bounds_the_measured_peak(planted, monkeypatch):
     monkeypatch.setattr(diagnose, "_BOOT_CHUNK_BYTES", 2**40)
     whole = at.diagnose_law(x, lengths, resamples=100)
     np.testing.assert_allclose(out.factor_interval, whole.factor_interval, rtol=1e-12)
+
+
+def test_masked_huge_and_short_inputs():
+    import warnings
+
+    rows = np.random.default_rng(0).normal(size=(16, 64))
+    with pytest.raises(TypeError, match=r"scores must not be a masked array.*unmasked"):
+        at.diagnose_law(np.ma.masked_array(rows, mask=rows > 2), [256])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning leaks out
+        with pytest.raises(ValueError, match=r"scores are too large"):
+            at.diagnose_law(rows * 1e300, [256])
+        # large but squarable scores give the reading of the unscaled rows
+        big = at.diagnose_law(rows * 1e150, [256])
+    np.testing.assert_allclose(big.factor, at.diagnose_law(rows, [256]).factor, rtol=1e-9)
+    # a length below L: the ratio for a shorter context, below 1 for a
+    # rising scale and exactly 1 at L
+    out = at.diagnose_law(rows, [32, 64, 256])
+    assert out.factor[0] < 1 and out.factor[1] == pytest.approx(1.0, abs=1e-12) and out.factor[2] > 1

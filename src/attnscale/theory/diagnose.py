@@ -351,7 +351,21 @@ class LawDiagnosis:
         The interval's coverage measured on ``attnscale.diagnose.coverage_battery`` for
         this domain at the nearest battery size (``BATTERY_COVERAGE``).
     reliable : bool
-        ``coverage >= 0.85``, and ``level`` is 0.9 (the level measured).
+        ``coverage >= 0.85``, ``level`` is 0.9 (the level measured), and
+        the rows pass the data's own checks: the factor read from the top
+        ``k`` and the top ``k/4`` order statistics agree within their 95%
+        bootstrap interval, that interval is narrow enough to see a ratio
+        of :math:`e^{1/3}`, the tail holds more than 8 order statistics,
+        and at least 80% of the resamples read the same domain
+        (``_stability``).  The lookup alone vouched for Student-t rows at
+        1024 keys (covering none) and for Gaussian rows read as bounded at
+        64 keys; the checks flag them, and at 64 keys flag almost every
+        reading (too few order statistics to check a model).
+    depth_ratio : float
+        Median over resamples of the factor read at depth ``k`` over that
+        read at ``k/4``, at the last length (about 1 for a tail in its model).
+    domain_agreement : float
+        Share of bootstrap resamples whose own better model reads ``domain``.
     reading : str
         ``"unreliable for this reading"`` when not ``reliable``, else the
         measured coverage in words.
@@ -464,11 +478,17 @@ def _summaries(scores, m):
         where[s : s + step] = np.take_along_axis(part, order, axis=-1)
         del part
         q[:, s : s + step] = np.percentile(c, [75, 50, 25], axis=-1)
-        sd[s : s + step] = c.std(axis=-1)
         first = top[s : s + step, 0]
-        mean = (c.sum(axis=-1) - first) / (L - 1)
-        c -= mean[:, None]
-        centred = np.einsum("ij,ij->i", c, c) - (first - mean) ** 2
+        with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+            sd[s : s + step] = c.std(axis=-1)
+            mean = (c.sum(axis=-1) - first) / (L - 1)
+            c -= mean[:, None]
+            centred = np.einsum("ij,ij->i", c, c) - (first - mean) ** 2
+        if not (np.isfinite(centred).all() and np.isfinite(sd[s : s + step]).all()):
+            raise ValueError(
+                "scores are too large for float64 sums of squares (up to "
+                f"{np.abs(first).max():.3g}): divide them by a constant first"
+            )
         bulk_mean[s : s + step] = mean
         bulk_sd[s : s + step] = np.sqrt(np.maximum(centred, 0.0) / (L - 1))
         c -= (first - mean)[:, None]  # now x - max
@@ -754,7 +774,10 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         causal head holds only the keys its query sees) rather than
         passing ``-inf``.  Any real dtype; float32 is read in place.
     lengths : float or array_like
-        Target lengths :math:`n` (``2 <= n <= 1e15``).
+        Target lengths :math:`n` (``2 <= n <= 1e15``).  Lengths below
+        the training length are accepted: the factor is then the ratio
+        for a shorter context, read inside the fitted range of :math:`p`
+        down to :math:`n = L/k`, and extrapolated below that.
     tail : int, optional
         Upper order statistics used, :math:`k` (``4 <= k < keys``); default
         ``max(4, min(keys // 4, 4096))`` (the top quarter of each row, at
@@ -787,7 +810,11 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     not the factor that holds the top weight at :math:`2\alpha_c` (a
     different target, not estimated here).  The intervals reach their
     nominal coverage only on rows exactly in the tail models; ``reliable``
-    and ``reading`` say where the battery measured less than 0.85.
+    and ``reading`` say where the battery measured less than 0.85 or the
+    rows fail the data's own checks (see ``LawDiagnosis.reliable``).  The
+    rows are taken as independent queries: rows that share keys and
+    correlated queries make the bootstrap too narrow and can show a
+    planted key where none is.
 
     Cost: one pass over the rows in chunks of about :math:`2^{22}` scores,
     keeping each row's :math:`k + 2` largest values, so the extra memory
@@ -959,6 +986,11 @@ def _diagnose_arguments(scores, lengths, tail, level, resamples, seed=0):
     # (finite values) a chunk of rows at a time
     if isinstance(scores, (str, bytes)):
         raise TypeError(f"scores must be an array of real numbers, got {type(scores).__name__}")
+    if isinstance(scores, np.ma.MaskedArray):
+        raise TypeError(
+            "scores must not be a masked array (its mask would be ignored): pass each row's unmasked "
+            "keys as a plain array (rows of equal length)"
+        )
     try:
         x = np.asarray(scores)
     except Exception as exc:  # ragged sequences and the like
