@@ -49,7 +49,7 @@ LAWS = {
 }
 SIZES = ((16, 64), (64, 64), (64, 1024))
 EXTRA = {(64, 8192): ("Student-t3", "Student-t5", "Gaussian", "Pareto, gamma = 2"), (20000, 16): ("Gaussian", "uniform")}
-DRAWS = 10
+DRAWS = 20
 
 
 def two_end_ratio(dist, keys, ratio=16.0):
