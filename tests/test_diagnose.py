@@ -794,3 +794,22 @@ def test_masked_huge_and_short_inputs():
     # rising scale and exactly 1 at L
     out = at.diagnose_law(rows, [32, 64, 256])
     assert out.factor[0] < 1 and out.factor[1] == pytest.approx(1.0, abs=1e-12) and out.factor[2] > 1
+
+
+def test_flag_check_file_adds_flags_to_the_lookup():
+    # book/data/which-law-flag-check.json (experiments/diagnose_flag_check.py):
+    # every draw the lookup flags is flagged, and on laws outside the tail
+    # models the data checks flag most of what the lookup vouched for
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "book" / "data" / "which-law-flag-check.json").read_text())
+    assert not data["provenance"]["git_dirty"]
+    records = data["records"]
+    assert all(r["flagged"] or not r["lookup_flagged"] for r in records)
+    outside = [r for r in records if not r["in_model"]]
+    vouched_before = sum(not r["lookup_flagged"] for r in outside)
+    vouched_after = sum(not r["flagged"] for r in outside)
+    assert vouched_after < 0.25 * vouched_before, (vouched_after, vouched_before)
+    pareto = [r for r in records if r["law"].startswith("Pareto") and r["keys"] >= 1024]
+    assert np.mean([r["flagged"] for r in pareto]) <= 0.2

@@ -1266,8 +1266,8 @@ def coverage_battery(draws=30, sizes=BATTERY_SIZES, level=0.9, resamples=100, se
         One record per draw: ``law``, ``rows``, ``keys``, ``domain`` (the
         law's), ``read`` (the domain read), ``covered``, ``factor``, its
         interval ``low`` and ``high``, ``truth``, ``shape`` (read),
-        ``reliable`` (as the diagnostic said, from the stored coverage) and
-        ``planted_key``.
+        ``reliable`` (as the diagnostic said: the stored coverage and the
+        data's own checks) and ``planted_key``.
     """
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise ValueError(f"draws must be a positive integer, got {draws!r}")
