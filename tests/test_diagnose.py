@@ -723,8 +723,9 @@ def test_exact_pareto_rows_at_many_keys_stay_vouched():
 
 
 def test_battery_laws_unflagged_readings_cover():
-    # the book's battery laws at 64 x 1024 (8 draws each): every reading the
-    # data checks vouch for covers the law's own two-end ratio at least 0.75
+    # the book's battery laws at 64 x 1024 (4 draws each): the readings the
+    # lookup and the data checks vouch for cover the law's own two-end ratio
+    # in at least 0.75 of draws
     from attnscale.theory.diagnose import _battery_laws
 
     rng = np.random.default_rng(RNG_SEED + 73)
@@ -733,12 +734,12 @@ def test_battery_laws_unflagged_readings_cover():
         if alpha_c is None:
             continue
         truth = float(alpha_c(16384.0) / alpha_c(1024.0))
-        for j in range(8):
+        for j in range(4):
             out = at.diagnose_law(draw(rng, (64, 1024)), [16384], resamples=100, seed=j)
             if out.reliable:
                 lo, hi = out.factor_interval[:, 0]
                 hits.append(lo <= truth <= hi)
-    assert len(hits) >= 6 and np.mean(hits) >= 0.75, (len(hits), np.mean(hits))
+    assert len(hits) >= 3 and np.mean(hits) >= 0.75, (len(hits), np.mean(hits))
 
 
 @pytest.mark.parametrize("planted", [False, True])
