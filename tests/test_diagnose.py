@@ -321,6 +321,7 @@ def test_diagnostic_is_reproducible_and_seeded():
         (dict(seed="a"), "seed"),
         (dict(seed=1.5), "seed"),
         (dict(resamples=10**7), "tail and resamples"),
+        (dict(scores=np.zeros((10**6, 16)).view(np.float64)[:, :16], lengths=[256] * 200), "scores, tail"),
     ],
 )
 def test_diagnostic_refuses_bad_input(kwargs, match):
@@ -672,3 +673,144 @@ def test_a_masked_score_is_refused_with_a_hint():
     rows[2, 7] = -np.inf
     with pytest.raises(ValueError, match=r"scores must be finite.*mask"):
         at.diagnose_law(rows, [256])
+
+
+# --- the data's own checks on a reading ---------------------------------------
+
+
+def test_student_t_rows_read_too_deep_are_flagged_by_the_depth_check():
+    # Student-t rows are Frechet, but the top quarter of 1024 keys is not yet
+    # in the Pareto regime: the factor read at depth k and at k/4 disagree
+    # (the battery lookup alone vouched for these readings: coverage 0/20);
+    # the check sees it in over half the draws at 100 resamples, not all
+    flagged, ratios = [], []
+    for df in (3, 5):
+        for j in range(4):
+            x = np.random.default_rng(RNG_SEED + 70 + j).standard_t(df, size=(64, 1024))
+            out = at.diagnose_law(x, [16384], resamples=100, seed=j)
+            flagged.append(out.reading == "unreliable for this reading")
+            assert flagged[-1] == (not out.reliable)
+            ratios.append(out.depth_ratio)
+    assert np.mean(flagged) >= 0.5, flagged
+    assert np.median(ratios) > 1.05, ratios
+
+
+def test_gaussian_rows_at_few_keys_are_flagged_whatever_domain_is_read():
+    # at 64 keys a Gaussian head is read as bounded in some draws; the data
+    # cannot check the model at that depth, so no reading is vouched for
+    rng = np.random.default_rng(RNG_SEED + 71)
+    domains = set()
+    for j in range(12):
+        out = at.diagnose_law(rng.normal(size=(64, 64)), [1024], resamples=100, seed=j)
+        domains.add(out.domain)
+        assert not out.reliable, (j, out.domain)
+    assert "reverse-weibull" in domains
+    # many rows of 16 keys: a tail of 4 order statistics, no second depth
+    out = at.diagnose_law(rng.normal(size=(4000, 16)), [256], resamples=50)
+    assert not out.reliable
+
+
+def test_exact_pareto_rows_at_many_keys_stay_vouched():
+    # in the model family, the two depths agree and the resamples agree on
+    # the domain: the reading stays reliable, and a seeded Student-t head
+    # of the same size is not (the check can fail)
+    for gamma in (2.0, 4.0):
+        for j in range(3):
+            x = np.random.default_rng(RNG_SEED + 72 + j).pareto(gamma, size=(64, 1024)) + 1.0
+            out = at.diagnose_law(x, [16384], resamples=100, seed=j)
+            assert out.domain == "frechet" and out.reliable, (gamma, j, out.depth_ratio)
+            assert abs(out.depth_ratio - 1) < 0.1 and out.domain_agreement >= 0.8
+
+
+def test_battery_laws_unflagged_readings_cover():
+    # the book's battery laws at 64 x 1024 (4 draws each): the readings the
+    # lookup and the data checks vouch for cover the law's own two-end ratio
+    # in at least 0.75 of draws
+    from attnscale.theory.diagnose import _battery_laws
+
+    rng = np.random.default_rng(RNG_SEED + 73)
+    hits = []
+    for name, draw, alpha_c, _domain in _battery_laws():
+        if alpha_c is None:
+            continue
+        truth = float(alpha_c(16384.0) / alpha_c(1024.0))
+        for j in range(4):
+            out = at.diagnose_law(draw(rng, (64, 1024)), [16384], resamples=100, seed=j)
+            if out.reliable:
+                lo, hi = out.factor_interval[:, 0]
+                hits.append(lo <= truth <= hi)
+    assert len(hits) >= 3 and np.mean(hits) >= 0.75, (len(hits), np.mean(hits))
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_memory_estimate_bounds_the_measured_peak(planted, monkeypatch):
+    # the up-front estimate (route 1) against tracemalloc's peak (route 2),
+    # on many short rows and on planted rows with several lengths, with the
+    # bootstrap split into chunks of resamples (the former bootstrap held
+    # every resample's picks and counts at once, uncounted)
+    import tracemalloc
+
+    from attnscale.theory import diagnose
+
+    rng = np.random.default_rng(RNG_SEED + 80)
+    if planted:
+        x = rng.normal(size=(4000, 32))
+        x[:, 3] = 9.0
+        lengths = np.geomspace(64, 2**20, 10)
+    else:
+        x = rng.normal(size=(100_000, 16))
+        lengths = [256]
+    monkeypatch.setattr(diagnose, "_BOOT_CHUNK_BYTES", 2**23)
+    rows, L = x.shape
+    k = max(4, L // 4)
+    estimate = diagnose._memory_estimate(rows, L, k, 100, len(lengths))
+    tracemalloc.start()
+    out = at.diagnose_law(x, lengths, resamples=100)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert (out.domain == "planted") == planted
+    assert peak <= estimate, (peak / 1e6, estimate / 1e6)
+    # not so loose that it refuses what fits (a quarter of it is really used)
+    assert estimate < 4 * peak, (peak / 1e6, estimate / 1e6)
+    # chunks draw the same picks as one call
+    monkeypatch.setattr(diagnose, "_BOOT_CHUNK_BYTES", 2**40)
+    whole = at.diagnose_law(x, lengths, resamples=100)
+    np.testing.assert_allclose(out.factor_interval, whole.factor_interval, rtol=1e-12)
+
+
+def test_masked_huge_and_short_inputs():
+    import warnings
+
+    rows = np.random.default_rng(0).normal(size=(16, 64))
+    with pytest.raises(TypeError, match=r"scores must not be a masked array.*unmasked"):
+        at.diagnose_law(np.ma.masked_array(rows, mask=rows > 2), [256])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning leaks out
+        with pytest.raises(ValueError, match=r"scores are too large"):
+            at.diagnose_law(rows * 1e300, [256])
+        # large but squarable scores give the reading of the unscaled rows
+        big = at.diagnose_law(rows * 1e150, [256])
+    np.testing.assert_allclose(big.factor, at.diagnose_law(rows, [256]).factor, rtol=1e-9)
+    # a length below L: the ratio for a shorter context, below 1 for a
+    # rising scale and exactly 1 at L
+    out = at.diagnose_law(rows, [32, 64, 256])
+    assert out.factor[0] < 1 and out.factor[1] == pytest.approx(1.0, abs=1e-12) and out.factor[2] > 1
+
+
+def test_flag_check_file_adds_flags_to_the_lookup():
+    # book/data/which-law-flag-check.json (experiments/diagnose_flag_check.py):
+    # every draw the lookup flags is flagged, and on laws outside the tail
+    # models the data checks flag most of what the lookup vouched for
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "book" / "data" / "which-law-flag-check.json").read_text())
+    assert not data["provenance"]["git_dirty"]
+    records = data["records"]
+    assert all(r["flagged"] or not r["lookup_flagged"] for r in records)
+    outside = [r for r in records if not r["in_model"]]
+    vouched_before = sum(not r["lookup_flagged"] for r in outside)
+    vouched_after = sum(not r["flagged"] for r in outside)
+    assert vouched_after < 0.25 * vouched_before, (vouched_after, vouched_before)
+    pareto = [r for r in records if r["law"].startswith("Pareto") and r["keys"] >= 1024]
+    assert np.mean([r["flagged"] for r in pareto]) <= 0.2

@@ -351,7 +351,21 @@ class LawDiagnosis:
         The interval's coverage measured on ``attnscale.diagnose.coverage_battery`` for
         this domain at the nearest battery size (``BATTERY_COVERAGE``).
     reliable : bool
-        ``coverage >= 0.85``, and ``level`` is 0.9 (the level measured).
+        ``coverage >= 0.85``, ``level`` is 0.9 (the level measured), and
+        the rows pass the data's own checks: the factor read from the top
+        ``k`` and the top ``k/4`` order statistics agree within their 95%
+        bootstrap interval, that interval is narrow enough to see a ratio
+        of :math:`e^{1/3}`, the tail holds more than 8 order statistics,
+        and at least 80% of the resamples read the same domain
+        (``_stability``).  The lookup alone vouched for Student-t rows at
+        1024 keys (covering none) and for Gaussian rows read as bounded at
+        64 keys; the checks flag them, and at 64 keys flag almost every
+        reading (too few order statistics to check a model).
+    depth_ratio : float
+        Median over resamples of the factor read at depth ``k`` over that
+        read at ``k/4``, at the last length (about 1 for a tail in its model).
+    domain_agreement : float
+        Share of bootstrap resamples whose own better model reads ``domain``.
     reading : str
         ``"unreliable for this reading"`` when not ``reliable``, else the
         measured coverage in words.
@@ -386,6 +400,8 @@ class LawDiagnosis:
     background: str = ""
     planted_key: int | None = None
     margin: float = float("nan")
+    depth_ratio: float = float("nan")
+    domain_agreement: float = float("nan")
 
 
 #: Rows whose top gap exceeds this many fitted tail scales are outliers:
@@ -401,8 +417,18 @@ _MAX_TIED = 0.5
 #: The default tail is the top quarter of each row, but at most this many
 #: order statistics (the battery's largest rows, 16384 keys, use 4096).
 _MAX_DEFAULT_TAIL = 4096
-#: The bootstrap's spacing means may take at most this many bytes.
-_MAX_BOOTSTRAP_BYTES = 2e9
+#: The diagnostic's extra memory (``_memory_estimate``) may be at most this many bytes.
+_MAX_EXTRA_BYTES = 2e9
+#: One chunk of bootstrap resamples holds at most this many bytes.
+_BOOT_CHUNK_BYTES = 2**27
+#: Level of the depth check's interval (``_stability``).
+_DEPTH_LEVEL = 0.95
+#: Half-width (log factor) above which the depth check has too little power to vouch.
+_DEPTH_POWER = 1.0 / 3.0
+#: The shallower tail of the depth check has k // 4 order statistics, at least this many.
+_MIN_HALF_TAIL = 8
+#: Below this share of resamples reading the same domain, a reading is unstable.
+_DOMAIN_AGREEMENT = 0.8
 
 
 #: Rows are read in chunks of at most this many scores (bounded extra memory).
@@ -452,11 +478,17 @@ def _summaries(scores, m):
         where[s : s + step] = np.take_along_axis(part, order, axis=-1)
         del part
         q[:, s : s + step] = np.percentile(c, [75, 50, 25], axis=-1)
-        sd[s : s + step] = c.std(axis=-1)
         first = top[s : s + step, 0]
-        mean = (c.sum(axis=-1) - first) / (L - 1)
-        c -= mean[:, None]
-        centred = np.einsum("ij,ij->i", c, c) - (first - mean) ** 2
+        with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+            sd[s : s + step] = c.std(axis=-1)
+            mean = (c.sum(axis=-1) - first) / (L - 1)
+            c -= mean[:, None]
+            centred = np.einsum("ij,ij->i", c, c) - (first - mean) ** 2
+        if not (np.isfinite(centred).all() and np.isfinite(sd[s : s + step]).all()):
+            raise ValueError(
+                "scores are too large for float64 sums of squares (up to "
+                f"{np.abs(first).max():.3g}): divide them by a constant first"
+            )
         bulk_mean[s : s + step] = mean
         bulk_sd[s : s + step] = np.sqrt(np.maximum(centred, 0.0) / (L - 1))
         c -= (first - mean)[:, None]  # now x - max
@@ -742,7 +774,10 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         causal head holds only the keys its query sees) rather than
         passing ``-inf``.  Any real dtype; float32 is read in place.
     lengths : float or array_like
-        Target lengths :math:`n` (``2 <= n <= 1e15``).
+        Target lengths :math:`n` (``2 <= n <= 1e15``).  Lengths below
+        the training length are accepted: the factor is then the ratio
+        for a shorter context, read inside the fitted range of :math:`p`
+        down to :math:`n = L/k`, and extrapolated below that.
     tail : int, optional
         Upper order statistics used, :math:`k` (``4 <= k < keys``); default
         ``max(4, min(keys // 4, 4096))`` (the top quarter of each row, at
@@ -775,7 +810,11 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     not the factor that holds the top weight at :math:`2\alpha_c` (a
     different target, not estimated here).  The intervals reach their
     nominal coverage only on rows exactly in the tail models; ``reliable``
-    and ``reading`` say where the battery measured less than 0.85.
+    and ``reading`` say where the battery measured less than 0.85 or the
+    rows fail the data's own checks (see ``LawDiagnosis.reliable``).  The
+    rows are taken as independent queries: rows that share keys and
+    correlated queries make the bootstrap too narrow and can show a
+    planted key where none is.
 
     Cost: one pass over the rows in chunks of about :math:`2^{22}` scores,
     keeping each row's :math:`k + 2` largest values, so the extra memory
@@ -814,10 +853,22 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     k_bg = min(k, L_bg - 1)
     background = _without_key(summary, key, k_bg)
     spacing, depth = _spacings(background, k_bg, summary, scale)
+    # the shallower tail of the stability check: the top quarter of the tail
+    k_half = min(max(_MIN_HALF_TAIL, k_bg // 4), k_bg)
+    depth_half = (background[:, k_half - 1] - summary.q[1]) / scale
     fits = _tail_fits(spacing.mean(axis=0), L_bg, k_bg)
     model = min(fits, key=lambda m: fits[m][2])
-    picks, boot_fits, boot_depth = _bootstrap_fits(spacing, depth, L_bg, k_bg, resamples, seed)
     tails = _expanded_tails(level, rows)
+    slope = float(fits[model][1])
+    top_gap = (summary.top[:, 0] - summary.top[:, 1]) / scale
+    planted_fraction, operating = _planted_margin(top_gap, scale, fits[model][0], slope, model, L_bg)
+    planted = planted_fraction > _PLANTED_FRACTION
+    per_row = None
+    if planted:
+        per_row = planted_length_factor(summary.top[:, 0], summary.bulk_mean, summary.bulk_sd, n, L)
+    boot = _bootstrap(spacing, np.stack([depth, depth_half], axis=1), L_bg, (k_bg, k_half), resamples, seed, per_row)
+    boot_fits, boot_half = boot["fits"][0], boot["fits"][1]
+    boot_depth, boot_depth_half = boot["depth"][:, 0], boot["depth"][:, 1]
     # a power tail whose shape is not told apart from 0 is the exponential
     # tail, where both models meet (xi = 0, beta = 1): read it as Weibull-type
     lo_p, hi_p = np.quantile(boot_fits["power"][1], tails)
@@ -827,31 +878,31 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     factor = _factor(fits[model], model, float(depth.mean()), L_bg, k_bg, n)
     # each resample chooses its own model, as the point estimate did: the
     # interval carries the uncertainty of the choice
-    boot_factor = np.where(
-        (boot_fits["weibull"][2] <= boot_fits["power"][2])[:, None],
-        _factor(boot_fits["weibull"], "weibull", boot_depth, L_bg, k_bg, n),
-        _factor(boot_fits["power"], "power", boot_depth, L_bg, k_bg, n),
-    )
+    boot_factor = _chosen_factor(boot_fits, boot_depth, L_bg, k_bg, n)
     boot_shape = np.array([_law_name(model, v)[1] for v in boot_fits[model][1]])
-    top_gap = (summary.top[:, 0] - summary.top[:, 1]) / scale
-    planted_fraction, operating = _planted_margin(top_gap, scale, fits[model][0], slope, model, L_bg)
-    planted = planted_fraction > _PLANTED_FRACTION
+    name, shape = _law_name(model, slope)
+    # the data's own checks: the factor read at depth k and at k/4, and the
+    # domain each resample reads, against the point reading
+    stable = _stability(
+        boot_factor, _chosen_factor(boot_half, boot_depth_half, L_bg, k_half, n), boot_fits, LAW_DOMAINS[name]
+    )
     margin = _key_margin(x, key, summary)
     if planted:
-        target, bulk_mean, bulk_sd = summary.top[:, 0], summary.bulk_mean, summary.bulk_sd
-        per_row = planted_length_factor(target, bulk_mean, bulk_sd, n, L)
         factor = _nan_median(per_row)
-        boot_factor = _nan_median(np.moveaxis(per_row[picks], 1, 0))
+        boot_factor = boot["planted"]
         operating = float(np.median(summary.top_weight))
+        stable = dict(stable, depth_agrees=True, domain_agreement=1.0)
     with np.errstate(invalid="ignore"):  # infinite factors or shapes: inf - inf inside the interpolation
         unbounded = np.where(np.isnan(boot_factor), np.inf, boot_factor)
         interval = np.quantile(unbounded, tails, axis=0, method="nearest")
         shape_lo, shape_hi = np.quantile(boot_shape, tails, method="nearest")
-    name, shape = _law_name(model, slope)
     domain = LAW_DOMAINS["planted" if planted else name]
     background_domain = LAW_DOMAINS[name]
     coverage = BATTERY_COVERAGE.get((domain, _battery_keys(L)), float("nan"))
-    reliable = bool(coverage >= RELIABLE_COVERAGE and abs(level - 0.9) < 1e-6)
+    # too few order statistics to compare two depths: nothing vouches for the model
+    deep_enough = k_half < k_bg
+    checks = bool(deep_enough and stable["depth_agrees"] and stable["domain_agreement"] >= _DOMAIN_AGREEMENT)
+    reliable = bool(coverage >= RELIABLE_COVERAGE and abs(level - 0.9) < 1e-6 and checks)
     return LawDiagnosis(
         law="planted" if planted else name,
         formula=LAW_FORMULAS["planted" if planted else name],
@@ -873,6 +924,8 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         reading=(
             f"measured coverage {coverage:.2f} on the battery" if reliable else "unreliable for this reading"
         ),
+        depth_ratio=float(stable["depth_ratio"]),
+        domain_agreement=float(stable["domain_agreement"]),
     )
 
 
@@ -933,6 +986,11 @@ def _diagnose_arguments(scores, lengths, tail, level, resamples, seed=0):
     # (finite values) a chunk of rows at a time
     if isinstance(scores, (str, bytes)):
         raise TypeError(f"scores must be an array of real numbers, got {type(scores).__name__}")
+    if isinstance(scores, np.ma.MaskedArray):
+        raise TypeError(
+            "scores must not be a masked array (its mask would be ignored): pass each row's unmasked "
+            "keys as a plain array (rows of equal length)"
+        )
     try:
         x = np.asarray(scores)
     except Exception as exc:  # ragged sequences and the like
@@ -966,25 +1024,149 @@ def _diagnose_arguments(scores, lengths, tail, level, resamples, seed=0):
         raise TypeError(f"seed must be a non-negative integer, got {type(seed).__name__}")
     if seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    # bounded cost: the bootstrap holds (resamples, k) spacing means
-    need = 8.0 * resamples * (k + rows)
-    if need > _MAX_BOOTSTRAP_BYTES:
+    # bounded cost: every large array counted up front
+    need = _memory_estimate(rows, L, k, resamples, n.size)
+    if need > _MAX_EXTRA_BYTES:
         raise ValueError(
-            f"tail and resamples: the bootstrap would hold {need / 1e9:.1f} GB "
-            f"(resamples * (tail + rows) * 8 bytes, at most {_MAX_BOOTSTRAP_BYTES / 1e9:.0f} GB); "
-            "pass a smaller tail or fewer resamples"
+            f"scores, tail and resamples: the diagnostic would need about {need / 1e9:.1f} GB beyond the "
+            f"input (at most {_MAX_EXTRA_BYTES / 1e9:.0f} GB); pass fewer rows, a smaller tail or fewer resamples"
         )
     return x, n, k
 
 
-def _bootstrap_fits(spacing, depth, L, k, resamples, seed):
-    """The bootstrap over rows (independent queries): the rows each resample picks, its fits and depth."""
-    rows = spacing.shape[0]
-    counts = np.zeros((resamples, rows))
+def _memory_estimate(rows, L, k, resamples, nlen):
+    """Bytes the diagnostic holds beyond its input, an upper estimate (tests/test_diagnose.py checks it).
+
+    The sum of: one chunk of the pass over the scores (a float64 copy, its
+    partition indices, the percentile's copy: 48 bytes a score); the
+    per-row arrays (the ``k + 2`` largest values and their columns, the
+    background's copy, the spacings: 64 bytes per row and order statistic,
+    and 128 per row); the planted rows' per-row factors and their
+    root-finding temporaries (160 bytes per row and length, counted
+    always); one chunk of bootstrap resamples (``_boot_bytes_per_resample``,
+    at most ``_BOOT_CHUNK_BYTES``); and the per-resample fits and factors
+    (``8 * (20 + 30 * lengths)`` bytes each).
+    """
+    chunk = min(rows, max(1, _CHUNK_SCORES // L)) * L
+    per_resample = _boot_bytes_per_resample(rows, k, nlen)
+    step = max(1, min(resamples, int(_BOOT_CHUNK_BYTES // per_resample)))
+    return float(
+        48.0 * chunk
+        + 64.0 * rows * (k + 2)
+        + 128.0 * rows
+        + 160.0 * rows * nlen
+        + step * per_resample
+        + 8.0 * resamples * (20 + 30 * nlen)
+    )
+
+
+def _boot_bytes_per_resample(rows, k, nlen):
+    """Bytes one bootstrap resample holds while its chunk is computed.
+
+    The row picks, their offsets and counts (four arrays of ``rows``), the
+    mean spacings and both tail fits' temporaries (about 16 arrays of
+    ``k``), and for planted rows the picked per-row factors with the NaN
+    median's copies (four arrays of ``rows * nlen``).
+    """
+    return 8.0 * (4 * rows + 16 * k + 4 * rows * nlen)
+
+
+def _bootstrap(spacing, depths, L, ks, resamples, seed, per_row=None):
+    """The bootstrap over rows (independent queries), a chunk of resamples at a time.
+
+    Each resample draws ``rows`` rows with replacement; its mean spacings
+    are refitted by both tail models at every depth in ``ks`` (a prefix of
+    the ranks), with its mean of each column of ``depths``, and, given
+    ``per_row`` (rows, lengths), the NaN median of the rows it drew.  A chunk
+    holds at most ``_BOOT_CHUNK_BYTES`` (``_boot_bytes_per_resample``), so
+    the extra memory does not grow with the number of resamples; a single
+    chunk draws the same picks as one call would.
+
+    Returns
+    -------
+    dict
+        ``fits``: per depth, model -> (c0, slope, rss), each of shape
+        (resamples,); ``depth``: (resamples, depths.shape[1]); ``planted``:
+        (resamples, lengths) or None.
+    """
+    rows, k = spacing.shape
+    nlen = 0 if per_row is None else per_row.shape[1]
+    step = int(max(1, min(resamples, _BOOT_CHUNK_BYTES // _boot_bytes_per_resample(rows, k, nlen))))
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, rows, (resamples, rows))
-    np.add.at(counts, (np.arange(resamples)[:, None], picks), 1.0)
-    return picks, _tail_fits(counts @ spacing / rows, L, k), counts @ depth / rows
+    fits = [{"weibull": [], "power": []} for _ in ks]
+    dep, planted = [], []
+    for s in range(0, resamples, step):
+        r = min(step, resamples - s)
+        picks = rng.integers(0, rows, (r, rows))
+        flat = (picks + rows * np.arange(r)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=r * rows).reshape(r, rows).astype(float)
+        del flat
+        mean = counts @ spacing / rows
+        dep.append(counts @ depths / rows)
+        del counts
+        for j, kk in enumerate(ks):
+            for m, fit in _tail_fits(mean[:, :kk], L, kk).items():
+                fits[j][m].append(np.stack(fit))
+        del mean
+        if per_row is not None:
+            planted.append(_nan_median(np.moveaxis(per_row[picks], 1, 0)))
+        del picks
+    fits = [{m: tuple(np.concatenate(v, axis=1)) for m, v in f.items()} for f in fits]
+    return dict(
+        fits=fits,
+        depth=np.concatenate(dep),
+        planted=np.concatenate(planted) if per_row is not None else None,
+    )
+
+
+def _chosen_factor(boot_fits, boot_depth, L, k, n):
+    """Each resample's factor under its own better tail model (the smaller residual)."""
+    return np.where(
+        (boot_fits["weibull"][2] <= boot_fits["power"][2])[:, None],
+        _factor(boot_fits["weibull"], "weibull", boot_depth, L, k, n),
+        _factor(boot_fits["power"], "power", boot_depth, L, k, n),
+    )
+
+
+def _resample_domains(boot_fits):
+    """The domain each resample reads: Gumbel if its Weibull-type fit is the better, else by the sign of xi."""
+    weibull = boot_fits["weibull"][2] <= boot_fits["power"][2]
+    xi = boot_fits["power"][1]
+    return np.where(weibull, "gumbel", np.where(xi < 0, "reverse-weibull", "frechet"))
+
+
+def _stability(boot_factor, boot_factor_half, boot_fits, domain):
+    r"""The data's checks on a reading: depth stability and domain agreement.
+
+    - Depth: per resample, :math:`\log\lambda_k(n) - \log\lambda_{k/4}(n)`,
+      the factor read from the top :math:`k` and from the top :math:`k/4`
+      order statistics of the same resampled rows.  A tail in its model
+      gives the same factor at both depths; a tail that reaches its model
+      only deeper than :math:`k/4` (Student-t rows read at the top quarter)
+      does not.  The depths agree when the central ``_DEPTH_LEVEL`` interval
+      of the difference holds 0 at every length and is at most
+      ``2 * _DEPTH_POWER`` wide (narrow enough to see a ratio of
+      :math:`e^{1/3}`; at 64 keys it rarely is).
+    - Domain: the share of resamples whose own better model and sign of
+      :math:`\xi` give the domain read (``_resample_domains``).
+
+    Returns ``dict(depth_agrees, depth_ratio, domain_agreement)``, with
+    ``depth_ratio`` the median over resamples of
+    :math:`\lambda_k/\lambda_{k/4}` at the last length.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = np.log(boot_factor) - np.log(boot_factor_half)
+    diff = np.where(np.isfinite(diff), diff, np.nan)
+    tail = (1.0 - _DEPTH_LEVEL) / 2
+    if np.all(np.isnan(diff)):
+        agrees, ratio = False, float("nan")
+    else:
+        lo, hi = np.nanquantile(diff, [tail, 1.0 - tail], axis=0)
+        # the check vouches only where it could see a difference of e^(1/3)
+        agrees = bool(np.all((lo <= 0.0) & (0.0 <= hi) & (hi - lo <= 2.0 * _DEPTH_POWER)))
+        ratio = float(np.exp(np.nanmedian(diff[:, -1])))
+    agreement = float(np.mean(_resample_domains(boot_fits) == domain))
+    return dict(depth_agrees=agrees, depth_ratio=ratio, domain_agreement=agreement)
 
 
 def _planted_margin(top_gap, scale, c0, slope, model, L):
@@ -1084,8 +1266,8 @@ def coverage_battery(draws=30, sizes=BATTERY_SIZES, level=0.9, resamples=100, se
         One record per draw: ``law``, ``rows``, ``keys``, ``domain`` (the
         law's), ``read`` (the domain read), ``covered``, ``factor``, its
         interval ``low`` and ``high``, ``truth``, ``shape`` (read),
-        ``reliable`` (as the diagnostic said, from the stored coverage) and
-        ``planted_key``.
+        ``reliable`` (as the diagnostic said: the stored coverage and the
+        data's own checks) and ``planted_key``.
     """
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise ValueError(f"draws must be a positive integer, got {draws!r}")
