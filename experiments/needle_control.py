@@ -1,6 +1,7 @@
-"""The needle chapter's control: is the answer read from the planted line?
+"""The controls that can fail: is the answer read from where it was planted?
 
     python experiments/needle_control.py                      # book/data/needle-control.json
+    python experiments/needle_control.py --task recall --out book/data/recall-control.json
     python experiments/needle_control.py --quick --out /tmp/c.json   # a smoke run
 
 Retrains the needle sweep's standard-scale models (O, RoPE; the same
@@ -22,6 +23,12 @@ ways:
     As many positions of the surrounding text, away from the line and the
     question, are masked instead: masking twelve bytes as such must not
     cost the answer.
+
+``--task recall`` does the same for the retrieval chapter's recall models
+without positions (O, NoPE; the sweep's test windows at L): ``pair_hidden``
+masks, for each scored query, the two positions of its own key-value pair
+(in every head of every layer, for that query's row only);
+``decoy_hidden`` masks another pair of the same window for it instead.
 
 The mask works by wrapping the model's own visibility rule
 (``attnscale.models.lm._visible``) while the evaluation is traced, so the
@@ -50,6 +57,7 @@ DEFAULT_OUT = ROOT / "book" / "data" / "needle-control.json"
 LINE_BYTES = 12  # "\n" + 3 letters + " = " + 4 digits + "\n"
 DECOY_SEED = 40_000
 MASKS = ("plain", "needle_hidden", "decoy_hidden")
+RECALL_MASKS = ("plain", "pair_hidden", "decoy_hidden")
 
 
 def _hidden_positions(batch, rng):
@@ -72,11 +80,30 @@ def _hidden_positions(batch, rng):
     return {"plain": np.zeros_like(needle), "needle_hidden": needle, "decoy_hidden": decoy}
 
 
-def evaluate_masked(model, batch, hidden):
-    """Digit accuracy and loss at the scored positions with the keys in ``hidden`` masked.
+def _line_blocks(hidden):
+    """``(B, T, T)``: query i may not see key j when j is hidden and i is not."""
+    return hidden[:, None, :] & ~hidden[:, :, None]
 
-    ``hidden`` is ``(B, T)`` booleans; a query outside the hidden span sees
-    none of its keys (queries inside it see each other, as before).
+
+def _pair_blocks(batch, rng):
+    """Per window, ``(B, T, T)`` blocks: each scored query's own pair, and another pair instead."""
+    count, length = batch.inputs.shape
+    own = np.zeros((count, length, length), dtype=bool)
+    decoy = np.zeros_like(own)
+    for b in range(count):
+        scored = np.nonzero(batch.weights[b])[0]
+        for i in scored:
+            own[b, i, batch.answer_keys[b, i]] = True
+            other = int(rng.choice([j for j in scored if j != i]))
+            decoy[b, i, batch.answer_keys[b, other]] = True
+    return {"plain": np.zeros_like(own), "pair_hidden": own, "decoy_hidden": decoy}
+
+
+def evaluate_masked(model, batch, blocked):
+    """Accuracy and loss at the scored positions with some keys masked per query.
+
+    ``blocked`` is ``(B, T, T)`` booleans: query i does not see key j where
+    ``blocked[b, i, j]``, in every head of every layer.
     """
     import jax
     import jax.numpy as jnp
@@ -88,7 +115,7 @@ def evaluate_masked(model, batch, hidden):
 
     def one(params, tokens, targets, mask):
         def visible(cfg, t):
-            return original(cfg, t) & ~(mask[None, :] & ~mask[:, None])
+            return original(cfg, t) & ~mask
 
         lm._visible = visible
         try:
@@ -101,7 +128,7 @@ def evaluate_masked(model, batch, hidden):
 
     run = jax.jit(jax.vmap(one, in_axes=(None, 0, 0, 0)))
     params = jax.tree.map(jnp.asarray, model.params)
-    loss, right = run(params, jnp.asarray(batch.inputs), jnp.asarray(batch.targets), jnp.asarray(hidden))
+    loss, right = run(params, jnp.asarray(batch.inputs), jnp.asarray(batch.targets), jnp.asarray(blocked))
     scored = batch.weights > 0
     k = int(scored[0].sum())
     where = np.nonzero(scored)[1].reshape(-1, k)
@@ -139,6 +166,16 @@ def run_job(job):
     length = rx.TRAIN_LENGTH
     rng = np.random.default_rng(DECOY_SEED + job["seed"])
     evaluations = {mask: {} for mask in MASKS}
+    if job["task"] == "recall":
+        # the sweep's own test windows at L ("trained:plain" at L)
+        windows = rx.windows_at(length, rx.TEST_TOKENS, quick)
+        batch = rx.make_batch("recall", length, windows, rx.TEST_SEED + length)
+        blocks = _pair_blocks(batch, rng)
+        record["eval"] = {
+            f"{mask}:{length}": evaluate_masked(model, batch, blocks[mask]) for mask in RECALL_MASKS
+        }
+        record["seconds"] = time.perf_counter() - begin
+        return record
     for depth in rx.NEEDLE_DEPTHS:
         # the sweep's own test windows at L for this depth
         batch = rx.make_batch(
@@ -151,7 +188,7 @@ def run_job(job):
         )
         hidden = _hidden_positions(batch, rng)
         for mask in MASKS:
-            evaluations[mask][str(depth)] = evaluate_masked(model, batch, hidden[mask])
+            evaluations[mask][str(depth)] = evaluate_masked(model, batch, _line_blocks(hidden[mask]))
     record["eval"] = {f"{mask}:{length}": by_depth for mask, by_depth in evaluations.items()}
     record["seconds"] = time.perf_counter() - begin
     return record
@@ -162,6 +199,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--task", choices=["needle", "recall"], default="needle")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="tiny models and runs: a smoke test")
     args = parser.parse_args(argv[1:])
@@ -171,7 +209,8 @@ def main(argv=None):
     workers = default_workers(args.workers)
     info = provenance(argv, workers)
     cache = ROOT / "experiments" / ".cache" / args.out.stem
-    jobs = [{"task": "needle", "positions": "rope", "rule": "standard", "seed": s} for s in args.seeds]
+    positions = "rope" if args.task == "needle" else "nope"
+    jobs = [{"task": args.task, "positions": positions, "rule": "standard", "seed": s} for s in args.seeds]
     done = run_resumable(
         run_job,
         jobs,
@@ -185,13 +224,15 @@ def main(argv=None):
         (args.quick,),
     )
     records = sorted(done.values(), key=lambda r: r["seed"])
+    source = "retrieval-needle.json" if args.task == "needle" else "retrieval.json"
     settings = {
-        "reproduces": "book/data/retrieval-needle.json (task needle, rope, standard)",
+        "reproduces": f"book/data/{source} (task {args.task}, {positions}, standard)",
+        "task": args.task,
         "train_length": rx.TRAIN_LENGTH,
         "needle_depths": list(rx.NEEDLE_DEPTHS),
         "needle_windows": rx.NEEDLE_WINDOWS,
         "line_bytes": LINE_BYTES,
-        "masks": list(MASKS),
+        "masks": list(MASKS if args.task == "needle" else RECALL_MASKS),
         "seeds": sorted(r["seed"] for r in records),
         "seeds_of_data": {"test": rx.TEST_SEED, "decoy": DECOY_SEED},
         "quick": args.quick,
