@@ -30,6 +30,11 @@ masks, for each scored query, the two positions of its own key-value pair
 (in every head of every layer, for that query's row only);
 ``decoy_hidden`` masks another pair of the same window for it instead.
 
+``--task recall_long`` trains the same O models for ``--steps`` steps
+(default twice the sweep's 1500, the learning-rate schedule stretched to
+match) and scores them unmasked at L and 16L on the sweep's test windows:
+does O, trained to a lower loss, close E's lead past L?
+
 The mask works by wrapping the model's own visibility rule
 (``attnscale.models.lm._visible``) while the evaluation is traced, so the
 forward pass is the model's, not a copy.  Writes one JSON file with its
@@ -43,6 +48,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
@@ -157,7 +163,9 @@ def run_job(job):
     from attnscale.models import lm_train
 
     quick = _STATE["quick"]
-    config = rx.config_for(job, quick)
+    config = rx.config_for({**job, "task": "recall" if job["task"] == "recall_long" else job["task"]}, quick)
+    if job.get("steps"):
+        config = replace(config, steps=job["steps"])
     begin = time.perf_counter()
     model = lm_train.train_task(
         config, rx.training_batches(config, job["task"], job["seed"]), job["seed"], progress=count_step
@@ -166,6 +174,13 @@ def run_job(job):
     length = rx.TRAIN_LENGTH
     rng = np.random.default_rng(DECOY_SEED + job["seed"])
     evaluations = {mask: {} for mask in MASKS}
+    if job["task"] == "recall_long":
+        record["eval"] = {}
+        for n in (length, 16 * length):
+            batch = rx.make_batch("recall", n, rx.windows_at(n, rx.TEST_TOKENS, quick), rx.TEST_SEED + n)
+            record["eval"][f"trained:{n}"] = rx._stats(lm_train.evaluate_task(model, batch))
+        record["seconds"] = time.perf_counter() - begin
+        return record
     if job["task"] == "recall":
         # the sweep's own test windows at L ("trained:plain" at L)
         windows = rx.windows_at(length, rx.TEST_TOKENS, quick)
@@ -199,7 +214,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--task", choices=["needle", "recall"], default="needle")
+    parser.add_argument("--task", choices=["needle", "recall", "recall_long"], default="needle")
+    parser.add_argument("--steps", type=int, default=3000, help="recall_long: training steps")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="tiny models and runs: a smoke test")
     args = parser.parse_args(argv[1:])
@@ -210,7 +226,10 @@ def main(argv=None):
     info = provenance(argv, workers)
     cache = ROOT / "experiments" / ".cache" / args.out.stem
     positions = "rope" if args.task == "needle" else "nope"
-    jobs = [{"task": args.task, "positions": positions, "rule": "standard", "seed": s} for s in args.seeds]
+    extra = {"steps": 40 if args.quick else args.steps} if args.task == "recall_long" else {}
+    jobs = [
+        {"task": args.task, "positions": positions, "rule": "standard", "seed": s, **extra} for s in args.seeds
+    ]
     done = run_resumable(
         run_job,
         jobs,
@@ -218,13 +237,15 @@ def main(argv=None):
         cache,
         info,
         args.quick,
-        lambda job: rx.config_for(job, args.quick).steps,
+        lambda job: job.get("steps") or rx.config_for(job, args.quick).steps,
         workers,
         _init_worker,
         (args.quick,),
     )
     records = sorted(done.values(), key=lambda r: r["seed"])
     source = "retrieval-needle.json" if args.task == "needle" else "retrieval.json"
+    if args.task == "recall_long":
+        source = f"retrieval.json, O trained {extra['steps']} steps instead of 1500"
     settings = {
         "reproduces": f"book/data/{source} (task {args.task}, {positions}, standard)",
         "task": args.task,
