@@ -163,12 +163,13 @@ def run_job(job):
     from attnscale.models import lm_train
 
     quick = _STATE["quick"]
-    config = rx.config_for({**job, "task": "recall" if job["task"] == "recall_long" else job["task"]}, quick)
+    task = "recall" if job["task"] == "recall_long" else job["task"]  # the task trained and scored
+    config = rx.config_for({**job, "task": task}, quick)
     if job.get("steps"):
         config = replace(config, steps=job["steps"])
     begin = time.perf_counter()
     model = lm_train.train_task(
-        config, rx.training_batches(config, job["task"], job["seed"]), job["seed"], progress=count_step
+        config, rx.training_batches(config, task, job["seed"]), job["seed"], progress=count_step
     )
     record = {**job, "log": model.log()}
     length = rx.TRAIN_LENGTH
