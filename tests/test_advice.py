@@ -114,3 +114,25 @@ def test_readme_opens_with_the_answers_and_their_levels():
         start = readme.index(f"- **{label}:**")
         end = readme.find("\n- ", start + 1)
         assert f"({ANSWERS[key].confidence}" in readme[start : end if end > 0 else None], key
+
+
+def test_the_carry_law_clause_states_a_non_rejection_as_one():
+    """Issue 39: the length verdict's clause on the law over L is computed from the fit it is given."""
+    from attnscale.practice import advice
+
+    clause = advice.carry_law_clause(**advice.CARRY_LAW)
+    assert clause in advice.LENGTH_VERDICT
+    assert "did not reject" in clause and "from 32 to 128" in clause
+    far = advice.CARRY_LAW["c_drift"] + advice.CARRY_LAW["c_half"]
+    assert f"up to {far:.2g}" in clause  # the interval's far end, not a typed number
+    drifting = advice.carry_law_clause((32, 64), -0.05, 0.01)
+    assert "did not reject" not in drifting and "−0.050 ± 0.010" in drifting
+    for bad, error, name in (
+        (dict(train_lengths="32", c_drift=0.0, c_half=0.01), TypeError, "train_lengths"),
+        (dict(train_lengths=(32,), c_drift=0.0, c_half=0.01), ValueError, "train_lengths"),
+        (dict(train_lengths=(32, 1.5), c_drift=0.0, c_half=0.01), TypeError, "train_lengths"),
+        (dict(train_lengths=(32, 64), c_drift=float("nan"), c_half=0.01), ValueError, "c_drift"),
+        (dict(train_lengths=(32, 64), c_drift=0.0, c_half=0.0), ValueError, "c_half"),
+    ):
+        with pytest.raises(error, match=name):
+            advice.carry_law_clause(**bad)

@@ -51,6 +51,7 @@ __all__ = [
     "CALCULATOR_NTK",
     "CALCULATOR_ROWS",
     "CARRIED_CONFIDENCE",
+    "CARRY_LAW",
     "CONFIDENCE",
     "CONTRASTIVE_PRACTICE",
     "LENGTH_TESTED_RATIO",
@@ -60,6 +61,7 @@ __all__ = [
     "Answer",
     "answers",
     "calculator_answer",
+    "carry_law_clause",
     "contrastive_ratios",
 ]
 
@@ -76,6 +78,66 @@ LENGTH_USE = (
     "target length if possible; without positions, $\\log_L n$ on every head"
 )
 
+#: The carry sweep's law without positions, as its appendix fits it from ``book/data/carry-law-*.json``
+#: (appendix *The oracle factor against L and width*, which recomputes these numbers from the results
+#: and fails if they differ): the training lengths tried, and the change per doubling of L of the best
+#: factor's rate c in log(n/L) (:math:`\lambda^* = 1 + c\log(n/L)`), with its 95% half-width.
+#: Typed because the package does not ship the book's results files; checked where they are read.
+CARRY_LAW = {"train_lengths": (32, 64, 128), "c_drift": 0.0052, "c_half": 0.0124}
+
+
+def carry_law_clause(train_lengths, c_drift, c_half) -> str:
+    r"""The length verdict's clause on how the best factor's law moves with the training length.
+
+    The carry sweep fits :math:`\lambda^*(n) = 1 + c\log(n/L)` to the oracle factors of
+    models without positions trained at several :math:`L`, then the change of :math:`c`
+    per doubling of :math:`L`, :math:`\delta \pm h` (95%).  When :math:`|\delta| < h`
+    the clause states the non-rejection of one rate, with the far end
+    :math:`|\delta| + h` of the interval; otherwise it states the drift.
+
+    Parameters
+    ----------
+    train_lengths : sequence of int
+        The training lengths fitted (at least two, each ``>= 2``).
+    c_drift : float
+        The change of :math:`c` per doubling of :math:`L`.
+    c_half : float
+        Its 95% half-width, ``> 0``.
+
+    Returns
+    -------
+    str
+        MyST Markdown, no final full stop.
+
+    Examples
+    --------
+    >>> carry_law_clause((32, 64, 128), 0.0052, 0.0124)  # doctest: +NORMALIZE_WHITESPACE
+    'without positions the sweep did not reject one rate of the best factor in $\\log(n/L)$ for $L$ from
+    32 to 128, though a drift of up to 0.018 per doubling of $L$ is not excluded'
+    """
+    if isinstance(train_lengths, (str, bytes)) or not hasattr(train_lengths, "__len__"):
+        raise TypeError(f"train_lengths must be a sequence of ints, got {type(train_lengths).__name__}")
+    if len(train_lengths) < 2:
+        raise ValueError(f"train_lengths must hold at least two lengths, got {list(train_lengths)}")
+    lengths = [_validate.count(value, "train_lengths", 2) for value in train_lengths]
+    drift = _validate.real_array(c_drift, "c_drift")
+    if drift.ndim != 0:
+        raise ValueError(f"c_drift must be a single number, got shape {drift.shape}")
+    drift, half = float(drift), _validate.positive_number(c_half, "c_half")
+    span = f"for $L$ from {min(lengths)} to {max(lengths)}"
+    if abs(drift) < half:
+        return (
+            f"without positions the sweep did not reject one rate of the best factor in $\\log(n/L)$ "
+            f"{span}, though a drift of up to {format_number(abs(drift) + half, 2)} per doubling of $L$ "
+            "is not excluded"
+        )
+    return (
+        f"without positions the best factor's rate in $\\log(n/L)$ changed by "
+        f"{'+' if drift > 0 else '−'}{format_number(abs(drift), 2)} ± {format_number(half, 2)} "
+        f"per doubling of $L$ {span}"
+    )
+
+
 #: What the carry sweep (appendix *Evidence: the calculator and each rule against its release*,
 #: which glues its numbers from ``book/data/carry-*.json``) and the recall and needle sweeps support
 #: about length rules, at two confidence levels stated apart.
@@ -87,8 +149,8 @@ LENGTH_VERDICT = (
     "The $\\log n/\\log L$ factor on every head comes second, and only for heads without "
     "positions: there it won back over half of the recall lost by $16L$.  Confidence: medium for "
     "the models tested here; low carried to a 4k to 32k model, since the sweep built to match such a "
-    "model's rotary spectrum did not learn the task; the best factor without positions grew at "
-    "the same rate in $\\log(n/L)$ at every $L$ from 32 to 128"
+    "model's rotary spectrum did not learn the task; the one piece of evidence for the carry is that "
+    + carry_law_clause(**CARRY_LAW)
 )
 
 
@@ -100,7 +162,7 @@ LENGTH_TESTED_RATIO = 16
 CONFIDENCE = {"dot": "high", "cosine": "low", "contrastive": "low", "decoder": "medium", "length": "medium"}
 
 #: The length answer's second confidence level, stated apart: carried from the book's small models
-#: to a 4k -> 32k model (the share-matched regime did not train; only the law's steadiness over L
+#: to a 4k -> 32k model (the share-matched regime did not train; only the non-rejection of one law over L
 #: supports the carry).
 CARRIED_CONFIDENCE = "low"
 
