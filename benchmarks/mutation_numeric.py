@@ -1,0 +1,421 @@
+"""A generated mutation pass over softmax, exact, entropy and diagnose, judged by their fast tests.
+
+    nice -n 10 python benchmarks/mutation_numeric.py                 # the four modules
+    nice -n 10 python benchmarks/mutation_numeric.py --module exact  # one
+    nice -n 10 python benchmarks/mutation_numeric.py --only softmax:12 exact:3
+    nice -n 10 python benchmarks/mutation_numeric.py --survivors     # rerun the last record's survivors
+
+Unlike ``benchmarks/mutation_domain.py`` (hand-written mutants), this pass
+finds its mutants with :mod:`ast`.  Each is one small change at one site of
+a function's body (or a module constant):
+
+- an arithmetic operator swapped (``+``/``-``, ``*``/``/``, ``**`` to ``*``);
+- a comparison flipped (``<`` to ``<=``, ``<`` to ``>``, ``==`` to ``!=``);
+- a constant perturbed: a floor ``0`` to ``1e-3``, ``1`` to ``1 + 1e-4``,
+  ``2`` to ``3``, any other float by a relative ``1e-4``;
+- a stability wrapper dropped: ``max(a, b)``/``np.maximum`` to ``a``,
+  ``abs(x)`` to ``x``, ``log1p(x)`` to ``log(1 + x)``, ``expm1(x)`` to
+  ``exp(x) - 1``;
+- an off-by-one in a slice bound or an integer index.
+
+Sites inside ``raise`` statements, the ``if`` tests that guard them
+(argument validation, held by tests/test_validation.py), docstrings,
+``axis=``/``keepdims=`` arguments and annotations are left alone.  Every
+site is listed, then at most ``--cap`` per module are drawn with a fixed
+seed.  One mutant at a time is written into a scratch copy of ``src/``
+(the real source is never edited); the module's doctests and the test files
+that exercise it run with ``PYTHONPATH`` on the copy, on one core
+(``-n 0``), stopping at the first failure, in stages (fast tests first).
+
+A mutant is *killed* (a test fails; its id is recorded), an *error* (the
+module no longer imports, or pytest cannot collect: also a kill), a
+*timeout*, or it *survived*.  A survivor listed in ``EQUIVALENT`` is named
+as an equivalent mutant with the reason; any other is a gap in the tests.
+The table goes to stdout and to ``benchmarks/results/mutation_numeric.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+THEORY = "src/attnscale/theory"
+SEED = 20261206
+
+#: Per module: stages of pytest arguments, run in order until one fails (fast stages first).
+STAGES = {
+    "softmax": [["tests/test_whole_domain.py", "tests/test_softmax.py"]],
+    "entropy": [
+        ["tests/test_whole_domain.py", "tests/test_entropy_decoder.py", "tests/test_entropy_laplace.py"]
+    ],
+    "exact": [
+        [
+            "tests/test_whole_domain.py",
+            "tests/test_exact.py",
+            "-k",
+            "not two_cosine_keys and not monte_carlo",
+        ],
+        ["tests/test_exact.py", "-k", "two_cosine_keys or monte_carlo"],
+    ],
+    "diagnose": [["tests/test_diagnose.py"]],
+}
+
+#: Survivors that are equivalent mutants, by site id (module:line:col:kind), with the reason.
+EQUIVALENT: dict[str, str] = {}
+
+_SWAP = {
+    ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
+    ast.Pow: ast.Mult, ast.FloorDiv: ast.Div, ast.Mod: ast.FloorDiv,
+}  # fmt: skip
+_FLIP = {
+    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+}  # fmt: skip
+_REVERSE = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+_WRAPPERS = {"max", "maximum", "fmax", "abs", "absolute", "fabs", "log1p", "expm1", "min", "minimum"}
+_SKIP_KEYWORDS = {"axis", "keepdims", "ndmin", "dtype", "stacklevel", "strict"}
+
+
+def _name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _is_number(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    )
+
+
+def _perturbed(value):
+    """The constant mutants' new values: a floor, 1 + 1e-4, 2 -> 3, a relative 1e-4."""
+    if value == 0:
+        return 1e-3
+    if value == 1:
+        return 1.0001
+    if value == 2:
+        return 3
+    if isinstance(value, int):
+        return value + 1
+    return value * (1 + 1e-4)
+
+
+def _guards_raise(node: ast.If) -> bool:
+    return any(isinstance(stmt, ast.Raise) for stmt in node.body)
+
+
+def _skipped(tree: ast.Module) -> set[int]:
+    """ids of nodes never mutated: raises, their guards, docstrings, annotations, axis= keywords."""
+    skip: set[int] = set()
+
+    def drop(node):
+        skip.update(id(n) for n in ast.walk(node))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise | ast.Assert):
+            drop(node)
+        elif isinstance(node, ast.If) and _guards_raise(node):
+            drop(node.test)
+        elif isinstance(node, ast.keyword) and node.arg in _SKIP_KEYWORDS:
+            drop(node)
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            drop(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.returns is not None:
+                drop(node.returns)
+            for decorator in node.decorator_list:
+                drop(decorator)
+        elif isinstance(node, ast.AnnAssign):
+            drop(node.annotation)
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            drop(node)
+        elif isinstance(node, ast.Call) and _name(node.func) in {"warn", "ValueError", "TypeError"}:
+            drop(node)
+    return skip
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _functions(tree: ast.Module) -> dict[int, str]:
+    """The enclosing top-level function or class of each node, by node id."""
+    owner: dict[int, str] = {}
+    for top in tree.body:
+        label = getattr(top, "name", "<module>")
+        for node in ast.walk(top):
+            owner[id(node)] = label
+    return owner
+
+
+def sites(tree: ast.Module) -> list[tuple[ast.AST, str, str]]:
+    """Every (node, kind, description) this pass may mutate, in source order."""
+    skip, parent, found = _skipped(tree), _parents(tree), []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.BinOp) and type(node.op) in _SWAP:
+            new = _SWAP[type(node.op)]
+            found.append((node, f"op:{new.__name__}", f"{type(node.op).__name__} -> {new.__name__}"))
+        elif isinstance(node, ast.AugAssign) and type(node.op) in _SWAP:
+            new = _SWAP[type(node.op)]
+            found.append((node, f"op:{new.__name__}", f"{type(node.op).__name__}= -> {new.__name__}="))
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+            op = type(node.ops[0])
+            for table_ in (_FLIP, _REVERSE):
+                if op in table_:
+                    new = table_[op].__name__
+                    found.append((node, f"cmp:{new}", f"{op.__name__} -> {new}"))
+        elif _is_number(node):
+            up = parent.get(id(node))
+            if isinstance(up, ast.Slice):
+                found.append((node, "slice", f"slice bound {node.value} -> {node.value + 1}"))
+            elif isinstance(up, ast.Subscript) and isinstance(node.value, int):
+                found.append((node, "index", f"index {node.value} -> {node.value + 1}"))
+            elif isinstance(up, ast.UnaryOp) and isinstance(parent.get(id(up)), ast.Subscript):
+                found.append((node, "index", f"index -{node.value} -> -{node.value + 1}"))
+            else:
+                found.append((node, "const", f"constant {node.value!r} -> {_perturbed(node.value)!r}"))
+        elif isinstance(node, ast.Call) and _name(node.func) in _WRAPPERS and node.args:
+            name = _name(node.func)
+            if name in {"max", "maximum", "fmax", "min", "minimum"} and len(node.args) != 2:
+                continue  # a reduction over an array, not a floor
+            what = {"log1p": "log1p(x) -> log(1 + x)", "expm1": "expm1(x) -> exp(x) - 1"}
+            found.append((node, "drop", what.get(name, f"{name}(x, ...) -> x")))
+        elif isinstance(node, ast.Slice):
+            if node.lower is None and node.upper is not None:
+                found.append((node, "slice-lower", "slice [:b] -> [1:b]"))
+    return found
+
+
+class _Apply(ast.NodeTransformer):
+    def __init__(self, target: int, kind: str):
+        self.target, self.kind = target, kind
+
+    def visit(self, node):
+        if id(node) != self.target:
+            return self.generic_visit(node)
+        kind = self.kind
+        if kind.startswith("op:"):
+            node.op = getattr(ast, kind[3:])()
+        elif kind.startswith("cmp:"):
+            node.ops = [getattr(ast, kind[4:])()]
+        elif kind == "const":
+            node.value = _perturbed(node.value)
+        elif kind in {"slice", "index"}:
+            node.value = node.value + 1
+        elif kind == "slice-lower":
+            node.lower = ast.Constant(1)
+        elif kind == "drop":
+            name = _name(node.func)
+            x = node.args[0]
+            if name == "log1p":
+                node.func = _rename(node.func, "log")
+                node.args = [ast.BinOp(ast.Constant(1.0), ast.Add(), x)]
+            elif name == "expm1":
+                node.func = _rename(node.func, "exp")
+                return ast.BinOp(node, ast.Sub(), ast.Constant(1.0))
+            else:
+                return x
+        return node
+
+
+def _rename(func: ast.expr, name: str) -> ast.expr:
+    if isinstance(func, ast.Attribute):
+        return ast.Attribute(func.value, name, func.ctx)
+    return ast.Name(name, func.ctx)
+
+
+def mutants(module: str, cap: int) -> list[dict]:
+    """The sampled mutants of one module: id, line, function, description, and the new source."""
+    text = (ROOT / THEORY / f"{module}.py").read_text()
+    tree = ast.parse(text)
+    owner = _functions(tree)
+    listed = sites(tree)
+    rng = random.Random(f"{SEED}:{module}")
+    picked = sorted(rng.sample(range(len(listed)), min(cap, len(listed))))
+    out = []
+    for k in picked:
+        node, kind, what = listed[k]
+        fresh = ast.parse(text)
+        index = [id(n) for n, _, _ in sites(fresh)][k]
+        new = ast.fix_missing_locations(_Apply(index, kind).visit(fresh))
+        site = f"{module}:{node.lineno}:{node.col_offset}:{kind}"
+        out.append({
+            "id": site, "module": module, "line": node.lineno, "function": owner.get(id(node), "?"),
+            "what": what, "code": ast.get_source_segment(text, node) or "", "source": ast.unparse(new),
+        })  # fmt: skip
+    return out, len(listed)
+
+
+def run_stages(copy: Path, module: str, timeout: float) -> tuple[str, str | None]:
+    """('survived', None), ('killed', test id), ('error', reason) or ('timeout', None)."""
+    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "OPENBLAS_NUM_THREADS": "1",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # fmt: skip
+    doctests = [str(copy / THEORY / f"{module}.py")]
+    for k, stage in enumerate(STAGES[module]):
+        args = [*(doctests if k == 0 else []), *stage]
+        command = [
+            sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider",
+            "-p", "no:randomly", "--doctest-modules", "-o", "addopts=", "-W", "error", *args,
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(
+                command, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return "timeout", None
+        if done.returncode == 0:
+            continue
+        failed = re.findall(r"^FAILED (\S+)", done.stdout, flags=re.M)
+        if done.returncode == 1 and failed:
+            return "killed", failed[0]
+        errors = re.findall(r"^ERROR (\S+)", done.stdout, flags=re.M)
+        return "error", (errors[0] if errors else f"pytest exit {done.returncode}")
+    return "survived", None
+
+
+def _scratch(where: Path) -> Path:
+    shutil.copytree(ROOT / "src", where / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "tests", where / "tests", ignore=shutil.ignore_patterns("__pycache__", "vendor"))
+    shutil.copy2(ROOT / "pyproject.toml", where / "pyproject.toml")
+    return where
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return done.stdout.strip()
+
+
+def _verdict(row: dict) -> str:
+    if row["status"] != "survived":
+        return row["status"]
+    return "equivalent" if row["id"] in EQUIVALENT else "SURVIVED (gap)"
+
+
+def table(rows: list[dict], totals: dict[str, int]) -> str:
+    lines = []
+    for row in rows:
+        note = row["killer"] or EQUIVALENT.get(row["id"], "")
+        lines.append(
+            f"{row['id']:32s} {row['function'][:24]:24s} {row['what'][:34]:34s} "
+            f"{_verdict(row):15s} {row['seconds']:5.1f}s  {note}"
+        )
+    lines.append("")
+    lines.append(f"{'module':10s} {'sites':>5s} {'mutants':>7s} {'killed':>6s} {'error':>5s} "
+                 f"{'equiv':>5s} {'real':>4s} {'t/o':>3s}")  # fmt: skip
+    for module in totals:
+        mine = [r for r in rows if r["module"] == module]
+        count = {v: sum(_verdict(r) == v for r in mine) for v in
+                 ("killed", "error", "equivalent", "SURVIVED (gap)", "timeout")}  # fmt: skip
+        lines.append(
+            f"{module:10s} {totals[module]:5d} {len(mine):7d} {count['killed']:6d} {count['error']:5d} "
+            f"{count['equivalent']:5d} {count['SURVIVED (gap)']:4d} {count['timeout']:3d}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--module", nargs="+", default=list(STAGES), choices=list(STAGES))
+    parser.add_argument("--cap", type=int, default=40, help="mutants drawn per module (fixed seed)")
+    parser.add_argument("--timeout", type=float, default=240.0, help="seconds per mutant")
+    parser.add_argument("--only", nargs="+", default=None, help="module:k, k 1-based in the sample")
+    parser.add_argument("--list", action="store_true", help="list the sampled mutants and stop")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/mutation_numeric.json"))
+    parser.add_argument("--survivors", action="store_true", help="rerun the last record's survivors")
+    args = parser.parse_args(argv)
+    if args.survivors:
+        last = json.loads(Path(args.out).read_text())["mutants"]
+        args.only = [f"{r['module']}:{r['number']}" for r in last if r["status"] == "survived"]
+    modules = sorted({o.split(":")[0] for o in args.only}) if args.only else args.module
+    started, rows, totals = time.perf_counter(), [], {}
+    with tempfile.TemporaryDirectory(prefix="mutation-numeric-") as scratch:
+        copy = _scratch(Path(scratch))
+        for module in modules:
+            drawn, totals[module] = mutants(module, args.cap)
+            chosen = list(enumerate(drawn, start=1))
+            if args.only:
+                keep = {int(o.split(":")[1]) for o in args.only if o.split(":")[0] == module}
+                chosen = [(k, m) for k, m in chosen if k in keep]
+            if args.list:
+                for k, m in chosen:
+                    where = f"{module}:{k:<3d} {m['id']:32s} {m['function']:24s}"
+                    print(f"{where} {m['what']:34s} {m['code'][:60]!r}")
+                continue
+            path = copy / THEORY / f"{module}.py"
+            original = path.read_text()
+            path.write_text(ast.unparse(ast.parse(original)))  # the unparsed, unmutated module must pass
+            status, killer = run_stages(copy, module, args.timeout)
+            assert status == "survived", f"{module}'s tests fail on the unmutated module: {status} {killer}"
+            for k, m in chosen:
+                path.write_text(m["source"])
+                start = time.perf_counter()
+                try:
+                    status, killer = run_stages(copy, module, args.timeout)
+                finally:
+                    path.write_text(original)
+                row = {key: m[key] for key in ("id", "module", "line", "function", "what", "code")}
+                row.update(number=k, status=status, killer=killer, seconds=time.perf_counter() - start)
+                rows.append(row)
+                print(f"{module}:{k} {row['id']} {row['what']} -> {_verdict(row)} {killer or ''}", flush=True)
+    if args.list:
+        return 0
+    elapsed = time.perf_counter() - started
+    print()
+    print(table(rows, totals))
+    print(f"\nwall time {elapsed:.0f} s")
+    for row in rows:
+        row["verdict"] = _verdict(row)
+        row["equivalent_because"] = EQUIVALENT.get(row["id"])
+    record = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": bool(_git("status", "--porcelain")),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "seed": SEED, "cap": args.cap, "sites": totals, "wall_seconds": round(elapsed, 1),
+        "mutants": rows,
+    }  # fmt: skip
+    out = Path(args.out)
+    if args.only and out.exists():
+        # a rerun of some mutants (say, after new tests) replaces their rows in the last full record
+        earlier = json.loads(out.read_text())
+        fresh = {r["id"]: r for r in rows}
+        merged = [fresh.pop(r["id"], r) for r in earlier["mutants"]] + list(fresh.values())
+        for row in merged:
+            row["verdict"] = _verdict(row)
+            row["equivalent_because"] = EQUIVALENT.get(row["id"])
+        reruns = [*earlier.get("reruns", []), {key: record[key] for key in ("command", "commit", "date")}]
+        record = {**earlier, "mutants": merged, "reruns": reruns}
+        print("\nmerged into the last full record:\n")
+        print(table(merged, earlier["sites"]))
+    elif args.only:
+        return 1 if any(r["verdict"] == "SURVIVED (gap)" for r in rows) else 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    rows = record["mutants"]
+    gaps = sum(r["verdict"] == "SURVIVED (gap)" for r in rows)
+    return 1 if gaps else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
