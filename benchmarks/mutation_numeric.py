@@ -50,6 +50,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 THEORY = "src/attnscale/theory"
 SEED = 20261206
@@ -72,8 +74,118 @@ STAGES = {
     "diagnose": [["tests/test_diagnose.py"]],
 }
 
+#: Per module: a probe run for each survivor, printing a JSON list of the module's values on a grid
+#: of the whole domain; the survivor's largest relative change on it is recorded (0.0: no change).
+_ROWS = """
+rng = np.random.default_rng(7)
+rows = [rng.standard_normal(20_000), np.r_[6.0, rng.standard_normal(999)],
+        np.r_[3.0, 3.0, rng.standard_normal(98)], np.array([0.3, -0.2]), rng.standard_normal((3, 50))]
+"""
+PROBES = {
+    "softmax": _ROWS
+    + """
+out = [f(r, a) for r in rows for a in (1e-8, 1e-3, 0.1, 1.0, 8.0, 400.0) for f in
+       (at.collision_probability, at.gradient_objective, at.gradient_frobenius, at.renyi2_entropy)]
+out += [at.softmax(rows[-1], 2.0), at.gradient_l1(rows[-1], 2.0), at.softmax(rows[1])]
+out += [at.gradient_frobenius(rows[1])]
+out += [at.row_best_scale(rows[-1]), at.row_best_scale(rows[-1], "frobenius", method="stationarity")]
+""",
+    "entropy": _ROWS
+    + """
+out = [at.softmax_entropy(r, a) for r in rows for a in (1e-8, 1e-3, 0.1, 1.0, 8.0, 400.0)]
+out += [at.softmax_entropy(rows[1])]
+out += [at.gaussian_meanfield_entropy(np.r_[0.0, 0.5, 2.0], np.r_[2.0, 1e3, 1e9])]
+out += [at.entropy_invariant_scale(np.r_[2.0, 512.0, 1e6], np.r_[1.0, 64.0, 128.0])]
+out += [at.entropy_invariant_scale(1e4, 1.0), at.entropy_matching_scale(1e4, 1.0)]
+out += [at.entropy_matching_scale(np.r_[2.0, 256.0, 512.0, 1e6], np.r_[0.1, 1.0, 1.5, 2.0])]
+out += [at.sphere_saddle_point(np.r_[1e-6, 0.1, 1.0, 30.0]), at.laplace_slope(np.r_[1e-6, 0.1, 1.0, 30.0])]
+out += [at.sphere_entropy_slope(np.r_[1e-3, 0.5, 4.0], np.r_[2.0, 16.0, 128.0])]
+spike, rng = np.r_[0.0, 3.0, 40.0], np.random.default_rng(0)
+out += [at.spike_over_bulk_entropy(spike, 0.5, s, 33, rng) for s in (0.0, 1.0)]
+""",
+    "exact": """
+a, n = np.array([1e-3, 1.0, 12.0, 50.0])[:, None], np.array([2, 10, 1e5, 1e9])[None, :]
+out = [f(a, n, **kw) for kw in ({}, {"scores": "cosine", "d": 16})
+       for f in (at.expected_collision, at.expected_gradient, at.expected_entropy, at.expected_max_weight)]
+out += [at.gradient_limit(np.r_[2.0, 10.0, 1e4]), at.gradient_limit(np.r_[2.0, 1e4], scores="cosine", d=16)]
+""",
+    "diagnose": """
+out = [at.iid_critical_scale(np.r_[2.0, 1e3, 1e6])]
+out += [at.iid_critical_scale(np.r_[2.0, 1e3], scores="cosine", d=16)]
+out += [at.accumulation_scale(np.abs(np.random.default_rng(3).standard_normal((4, 200))))]
+out += [at.planted_length_factor(4.0, 0.0, 1.0, np.r_[512.0, 4096.0, 1e5], 512)]
+rng = np.random.default_rng(5)
+planted = np.c_[np.full(60, 9.0), rng.standard_normal((60, 1023))]
+for rows in (rng.standard_normal((60, 1024)), planted):
+    d = at.diagnose_law(rows, [4096, 16384], resamples=20)
+    out += [np.asarray(v, dtype=float) for v in vars(d).values() if not isinstance(v, str)]
+""",
+}
+
+
+def probe(copy: Path, module: str) -> list[float] | str:
+    """The module's probe values in the scratch copy, or the error's last line."""
+    code = (
+        "import json, numpy as np, attnscale as at\n"
+        + PROBES[module]
+        + "\nvalues = np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in out])"
+        + "\nprint(json.dumps(values.tolist()))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "OPENBLAS_NUM_THREADS": "1"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=copy, env=env, capture_output=True, text=True, timeout=600
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if done.returncode:
+        return (done.stderr.strip().splitlines() or ["exit"])[-1]
+    return json.loads(done.stdout.replace("NaN", "null").replace("Infinity", "1e999"))
+
+
+def relative_change(new, old) -> float | str:
+    """The largest relative change of the probe values (NaN = NaN, inf = inf count as equal)."""
+    if isinstance(new, str) or isinstance(old, str):
+        return new if isinstance(new, str) else f"baseline: {old}"
+    if len(new) != len(old):
+        return "shape changed"
+    a = np.array([np.nan if v is None else v for v in new], dtype=float)
+    b = np.array([np.nan if v is None else v for v in old], dtype=float)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    if same.all():
+        return 0.0
+    with np.errstate(all="ignore"):
+        return float(np.max(np.where(same, 0.0, np.abs(a - b) / np.maximum(np.abs(b), 1e-300))))
+
+
 #: Survivors that are equivalent mutants, by site id (module:line:col:kind), with the reason.
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "softmax:535:7:cmp:NotEq": (
+        "swaps row_best_scale's two routes (golden section on the norm, bisection on its slope's sign); "
+        "at 40 iterations they agree to < 1e-7 relative (test_row_best_scale_two_routes_and_an_optimizer)"
+    ),
+    "softmax:83:20:const": "rows <= 1 vs rows <= 1.0001: rows is an integer",
+    "softmax:373:44:const": (
+        "the stand-in divisor when no weight but the top is left (largest = 0): "
+        "rest_top = 0 * sqrt(0) either way"
+    ),
+    "softmax:81:7:op:Div": (
+        "rows / n instead of rows * n decides only whether a batch is cut into blocks; a block's rows "
+        "go through the same operations, so only the peak memory changes"
+    ),
+    "entropy:260:19:const": (
+        "_BULK_BLOCK 2^21 instead of 2^20: spike_over_bulk_entropy draws the same numbers whatever the "
+        "block (test_spike_over_bulk_draws_like_one_array_whatever_the_blocks); only memory changes"
+    ),
+    "exact:453:7:cmp:LtE": "the cosine-law cache holds 257 laws, not 256: only memory changes",
+    "exact:489:11:cmp:Lt": (
+        "the window-edge cache is emptied before each new entry instead of past 4096 entries: "
+        "each window is recomputed by the same function, so only time changes"
+    ),
+    "exact:132:8:const": (
+        "the kernels' last breakpoint at w = 5.0005, not 5: every kernel is below exp(-e^5) = 1e-65 there"
+    ),
+}
 
 _SWAP = {
     ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
@@ -316,6 +428,9 @@ def table(rows: list[dict], totals: dict[str, int]) -> str:
     lines = []
     for row in rows:
         note = row["killer"] or EQUIVALENT.get(row["id"], "")
+        change = row.get("probe_max_rel_change")
+        if row["status"] == "survived" and change is not None:
+            note = (f"probe {change:.1e}; " if isinstance(change, float) else f"probe: {change}; ") + note
         lines.append(
             f"{row['id']:32s} {row['function'][:24]:24s} {row['what'][:34]:34s} "
             f"{_verdict(row):15s} {row['seconds']:5.1f}s  {note}"
@@ -367,15 +482,20 @@ def main(argv=None):
             path.write_text(ast.unparse(ast.parse(original)))  # the unparsed, unmutated module must pass
             status, killer = run_stages(copy, module, args.timeout)
             assert status == "survived", f"{module}'s tests fail on the unmutated module: {status} {killer}"
+            baseline = probe(copy, module)
             for k, m in chosen:
                 path.write_text(m["source"])
                 start = time.perf_counter()
+                change = None
                 try:
                     status, killer = run_stages(copy, module, args.timeout)
+                    if status == "survived":
+                        change = relative_change(probe(copy, module), baseline)
                 finally:
                     path.write_text(original)
                 row = {key: m[key] for key in ("id", "module", "line", "function", "what", "code")}
                 row.update(number=k, status=status, killer=killer, seconds=time.perf_counter() - start)
+                row["probe_max_rel_change"] = change
                 rows.append(row)
                 print(f"{module}:{k} {row['id']} {row['what']} -> {_verdict(row)} {killer or ''}", flush=True)
     if args.list:

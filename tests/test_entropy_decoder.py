@@ -199,3 +199,14 @@ def test_length_rules_default_to_a_training_length_of_512():
     )
     # the smallest head dimension, d = 1, is accepted: the rule without its 1/sqrt(d)
     assert float(at.entropy_invariant_scale(n, 1.0)) == pytest.approx(np.log(n) / np.log(512.0), rel=1e-12)
+
+
+def test_matching_scale_is_zero_below_reach_and_exact_just_above_it():
+    # alpha(n) = sqrt(max(alpha_L^2 + 2 log(n / L), 0)): 0 when the bracket is negative (n = L/2,
+    # alpha_L = 1: 1 - 2 log 2 < 0), and sqrt(1e-6) = 1e-3 when it is 1e-6.  A floor of 1e-3 under
+    # the bracket would give sqrt(1e-3) = 0.03 in both.
+    assert float(at.entropy_matching_scale(256, 1.0, train_length=512)) == 0.0
+    alpha_train = np.sqrt(2.0 * np.log(2.0) + 1e-6)
+    assert float(at.entropy_matching_scale(256, alpha_train, train_length=512)) == pytest.approx(
+        1e-3, rel=1e-6
+    )

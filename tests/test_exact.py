@@ -331,3 +331,13 @@ def test_conditional_mean_log_scale_agrees_with_typical_rows():
     assert abs(est - plain[0]) <= 5 * np.hypot(half / 3.182, plain[1] / t)
     with pytest.raises(ValueError, match="widen"):
         at.conditional_mean_log_scale(512, rows=50, seeds=2, alphas=np.geomspace(0.5, 1.0, 6))
+
+
+def test_hard_ends_are_the_ends_where_the_density_does_not_vanish():
+    # The cosine law's density is proportional to (1 - c^2)^((d - 3)/2), c = s + 1 in [-1, 1]: at
+    # d = 16 it vanishes smoothly at both ends (no hard end, like the Gaussian's), at d = 2.5 it is
+    # infinite at both (both are hard).  Probing outside the support (a nudge of the wrong sign)
+    # reads a NaN density there and calls the vanishing ends hard.
+    assert at.gaussian_law().hard_ends == ()
+    assert at.cosine_law(16).hard_ends == ()
+    assert at.cosine_law(2.5).hard_ends == at.cosine_law(2.5).score_range == (-2.0, 0.0)
