@@ -4,6 +4,7 @@
     nice -n 10 python benchmarks/mutation_numeric.py --module exact  # one
     nice -n 10 python benchmarks/mutation_numeric.py --only softmax:12 exact:3
     nice -n 10 python benchmarks/mutation_numeric.py --survivors     # rerun the last record's survivors
+    python benchmarks/mutation_numeric.py --table                    # reprint the last record
 
 Unlike ``benchmarks/mutation_domain.py`` (hand-written mutants), this pass
 finds its mutants with :mod:`ast`.  Each is one small change at one site of
@@ -181,6 +182,10 @@ EQUIVALENT: dict[str, str] = {
     "exact:489:11:cmp:Lt": (
         "the window-edge cache is emptied before each new entry instead of past 4096 entries: "
         "each window is recomputed by the same function, so only time changes"
+    ),
+    "exact:446:29:cmp:LtE": (
+        "infinite_gap_density for d <= 2 + 1e-12 instead of d < 2 + 1e-12: differs at that one double only, "
+        "itself a tolerance band around d = 2"
     ),
     "exact:132:8:const": (
         "the kernels' last breakpoint at w = 5.0005, not 5: every kernel is below exp(-e^5) = 1e-65 there"
@@ -458,7 +463,16 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="list the sampled mutants and stop")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/mutation_numeric.json"))
     parser.add_argument("--survivors", action="store_true", help="rerun the last record's survivors")
+    parser.add_argument("--table", action="store_true", help="reprint the last record, verdicts updated")
     args = parser.parse_args(argv)
+    if args.table:
+        record = json.loads(Path(args.out).read_text())
+        for row in record["mutants"]:
+            row["verdict"] = _verdict(row)
+            row["equivalent_because"] = EQUIVALENT.get(row["id"])
+        Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+        print(table(record["mutants"], record["sites"]))
+        return 0
     if args.survivors:
         last = json.loads(Path(args.out).read_text())["mutants"]
         args.only = [f"{r['module']}:{r['number']}" for r in last if r["status"] == "survived"]
