@@ -360,7 +360,7 @@ def test_hard_ends_read_the_density_of_the_score_not_of_z():
 
 
 def test_the_scale_limit_is_exactly_1e3_for_gaussian_scores():
-    # Gaussian scores: alpha = 1e3 is accepted, 1e3 (1 + 5e-5) is refused (a limit moved by 1e-4 would pass it).
+    # Gaussian scores: alpha = 1e3 is accepted, 1e3 (1 + 5e-5) refused (a limit 1e-4 higher passes it).
     assert np.isfinite(at.expected_gradient(1e3, 10))
     with pytest.raises(ValueError, match=r"alpha must be <= 1000 for gaussian scores"):
         at.expected_gradient(1e3 * (1 + 5e-5), 10)
