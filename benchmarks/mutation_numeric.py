@@ -187,6 +187,9 @@ EQUIVALENT: dict[str, str] = {
         "infinite_gap_density for d <= 2 + 1e-12 instead of d < 2 + 1e-12: differs at that one double only, "
         "itself a tolerance band around d = 2"
     ),
+    "exact:729:23:cmp:GtE": (
+        "an extra edge equal to the first edge is kept (>= instead of >), and np.unique drops it at once"
+    ),
     "exact:132:8:const": (
         "the kernels' last breakpoint at w = 5.0005, not 5: every kernel is below exp(-e^5) = 1e-65 there"
     ),
@@ -454,6 +457,20 @@ def table(rows: list[dict], totals: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
+def merge(out: Path, rerun: dict) -> dict:
+    """The record at ``out`` with the rerun's rows in place of its own (say, after new tests)."""
+    earlier = json.loads(out.read_text())
+    fresh = {r["id"]: r for r in rerun["mutants"]}
+    merged = [fresh.pop(r["id"], r) for r in earlier["mutants"]] + list(fresh.values())
+    for row in merged:
+        row["verdict"] = _verdict(row)
+        row["equivalent_because"] = EQUIVALENT.get(row["id"])
+    reruns = [*earlier.get("reruns", []), {key: rerun[key] for key in ("command", "commit", "date")}]
+    print("\nmerged into the last full record:\n")
+    print(table(merged, earlier["sites"]))
+    return {**earlier, "mutants": merged, "reruns": reruns}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--module", nargs="+", default=list(STAGES), choices=list(STAGES))
@@ -463,8 +480,14 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="list the sampled mutants and stop")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/mutation_numeric.json"))
     parser.add_argument("--survivors", action="store_true", help="rerun the last record's survivors")
+    parser.add_argument("--probe-only", action="store_true", help="with --only: the probe's change, no tests")
     parser.add_argument("--table", action="store_true", help="reprint the last record, verdicts updated")
+    parser.add_argument("--merge", default=None, help="merge a rerun's record (from --only --out) into --out")
     args = parser.parse_args(argv)
+    if args.merge:
+        record = merge(Path(args.out), json.loads(Path(args.merge).read_text()))
+        Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+        return 0
     if args.table:
         record = json.loads(Path(args.out).read_text())
         for row in record["mutants"]:
@@ -493,6 +516,17 @@ def main(argv=None):
                 continue
             path = copy / THEORY / f"{module}.py"
             original = path.read_text()
+            if args.probe_only:
+                baseline = probe(copy, module)
+                for k, m in chosen:
+                    path.write_text(m["source"])
+                    try:
+                        print(
+                            f"{module}:{k} {m['id']} {m['what']}: probe {relative_change(probe(copy, module), baseline)}"
+                        )
+                    finally:
+                        path.write_text(original)
+                continue
             path.write_text(ast.unparse(ast.parse(original)))  # the unparsed, unmutated module must pass
             status, killer = run_stages(copy, module, args.timeout)
             assert status == "survived", f"{module}'s tests fail on the unmutated module: {status} {killer}"
@@ -512,7 +546,7 @@ def main(argv=None):
                 row["probe_max_rel_change"] = change
                 rows.append(row)
                 print(f"{module}:{k} {row['id']} {row['what']} -> {_verdict(row)} {killer or ''}", flush=True)
-    if args.list:
+    if args.list or args.probe_only:
         return 0
     elapsed = time.perf_counter() - started
     print()
@@ -531,19 +565,7 @@ def main(argv=None):
     }  # fmt: skip
     out = Path(args.out)
     if args.only and out.exists():
-        # a rerun of some mutants (say, after new tests) replaces their rows in the last full record
-        earlier = json.loads(out.read_text())
-        fresh = {r["id"]: r for r in rows}
-        merged = [fresh.pop(r["id"], r) for r in earlier["mutants"]] + list(fresh.values())
-        for row in merged:
-            row["verdict"] = _verdict(row)
-            row["equivalent_because"] = EQUIVALENT.get(row["id"])
-        reruns = [*earlier.get("reruns", []), {key: record[key] for key in ("command", "commit", "date")}]
-        record = {**earlier, "mutants": merged, "reruns": reruns}
-        print("\nmerged into the last full record:\n")
-        print(table(merged, earlier["sites"]))
-    elif args.only:
-        return 1 if any(r["verdict"] == "SURVIVED (gap)" for r in rows) else 0
+        record = merge(out, record)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")
     rows = record["mutants"]
