@@ -521,9 +521,8 @@ def main(argv=None):
                 for k, m in chosen:
                     path.write_text(m["source"])
                     try:
-                        print(
-                            f"{module}:{k} {m['id']} {m['what']}: probe {relative_change(probe(copy, module), baseline)}"
-                        )
+                        change = relative_change(probe(copy, module), baseline)
+                        print(f"{module}:{k} {m['id']} {m['what']}: probe {change}", flush=True)
                     finally:
                         path.write_text(original)
                 continue
