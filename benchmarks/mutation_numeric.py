@@ -199,6 +199,14 @@ EQUIVALENT: dict[str, str] = {
     "exact:700:33:index": _GRID + "(one adaptive panel fewer, ceil of the last but one measure): 7e-11",
     "exact:716:72:const": _GRID
     + "(n = 2 only: the coarse pass's S^0 read as S^0.001, edges placed by it): 2e-13",
+    "exact:440:78:const": (
+        "the cosine law's to_z clips -s/2 at 1.0001 instead of 1: that differs only for s < -2, outside "
+        "the support; every caller passes clipped scores or quantiles (probe change 0)"
+    ),
+    "diagnose:482:11:cmp:LtE": (
+        "the Weibull/power climb's flat branch taken at |power| <= 1e-12 instead of < 1e-12: the two "
+        "branches agree to 1e-12 there (the flat one is the other's limit)"
+    ),
     "exact:132:8:const": (
         "the kernels' last breakpoint at w = 5.0005, not 5: every kernel is below exp(-e^5) = 1e-65 "
         "there; the probe moves by 5e-15"

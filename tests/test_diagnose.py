@@ -547,3 +547,11 @@ def test_bulk_moments_against_sorting():
     _, mean, sd = _bulk_moments(x, ordered[:, 0])
     np.testing.assert_allclose(mean, ordered[:, 1:].mean(axis=-1), rtol=1e-12)
     np.testing.assert_allclose(sd, ordered[:, 1:].std(axis=-1), rtol=1e-10)
+
+
+def test_outlier_threshold_is_the_five_percent_point_of_an_exponential():
+    # The planted-margin test calls a row's top gap an outlier above a(p_1) * t, with t the 5% point
+    # of a standard exponential: P(E > t) = e^-t = 0.05 exactly (a threshold 1e-4 off misses rtol 1e-12).
+    from attnscale.theory.diagnose import _OUTLIER
+
+    assert np.exp(-_OUTLIER) == pytest.approx(0.05, rel=1e-12)
