@@ -207,6 +207,10 @@ EQUIVALENT: dict[str, str] = {
         "the Weibull/power climb's flat branch taken at |power| <= 1e-12 instead of < 1e-12: the two "
         "branches agree to 1e-12 there (the flat one is the other's limit)"
     ),
+    "diagnose:722:22:const": (
+        "equivalent within the measurement's error: BATTERY_COVERAGE's 0.59 is a coverage measured on 30 "
+        "draws (standard error about 0.09), re-measured by test_diagnose on fresh draws within 3 of them"
+    ),
     "exact:132:8:const": (
         "the kernels' last breakpoint at w = 5.0005, not 5: every kernel is below exp(-e^5) = 1e-65 "
         "there; the probe moves by 5e-15"

@@ -555,3 +555,22 @@ def test_outlier_threshold_is_the_five_percent_point_of_an_exponential():
     from attnscale.theory.diagnose import _OUTLIER
 
     assert np.exp(-_OUTLIER) == pytest.approx(0.05, rel=1e-12)
+
+
+@pytest.mark.parametrize("model", ["weibull", "power"])
+@pytest.mark.parametrize("slope", [-1.7, -1.0, -0.4, 0.0, 0.6])
+def test_climb_against_quadrature(model, slope):
+    # Q(e^-u1) - Q(e^-u0) = int_{u0}^{u1} a(e^-v) dv, log a = c0 + slope * (log v or v): against
+    # scipy's quad at rtol 1e-10, for negative powers too (bounded tails) and the flat case.
+    from scipy.integrate import quad
+
+    from attnscale.theory.diagnose import _climb
+
+    c0, u0, u1 = 0.3, 1.5, 7.0
+
+    def log_a(v):
+        return c0 + slope * (np.log(v) if model == "weibull" else v)
+
+    want = quad(lambda v: np.exp(log_a(v)), u0, u1, epsabs=0, epsrel=1e-13)[0]
+    got = float(_climb(np.array(c0), np.array(slope), model, np.array(u0), np.array(u1)))
+    assert got == pytest.approx(want, rel=1e-10)
