@@ -574,3 +574,20 @@ def test_climb_against_quadrature(model, slope):
     want = quad(lambda v: np.exp(log_a(v)), u0, u1, epsabs=0, epsrel=1e-13)[0]
     got = float(_climb(np.array(c0), np.array(slope), model, np.array(u0), np.array(u1)))
     assert got == pytest.approx(want, rel=1e-10)
+
+
+def test_spacings_and_depth_from_their_definitions():
+    # D_i = i (X_(i) - X_(i+1)) / IQR for i = 1..k, and the depth (X_(k) - median) / IQR, against a
+    # full sort and numpy's median and quartiles row by row (a 51st percentile for the median moves the
+    # depth by about 1e-2, far outside rtol 1e-12).
+    from attnscale.theory.diagnose import _spacings
+
+    rows, k = np.random.default_rng(11).standard_normal((5, 400)), 12
+    spacing, depth, _, scale = _spacings(rows, k)
+    for r, row in enumerate(rows):
+        x = np.sort(row)[::-1]
+        iqr = np.subtract(*np.percentile(row, [75, 25]))
+        i = np.arange(1, k + 1)
+        np.testing.assert_allclose(spacing[r], i * (x[:k] - x[1 : k + 1]) / iqr, rtol=1e-12)
+        assert depth[r] == pytest.approx((x[k - 1] - np.median(row)) / iqr, rel=1e-12)
+        assert scale[r] == pytest.approx(iqr, rel=1e-12)
