@@ -211,9 +211,37 @@ EQUIVALENT: dict[str, str] = {
         "equivalent within the measurement's error: BATTERY_COVERAGE's 0.59 is a coverage measured on 30 "
         "draws (standard error about 0.09), re-measured by test_diagnose on fresh draws within 3 of them"
     ),
+    "diagnose:515:25:cmp:LtE": (
+        "a power-model shape of exactly 0 named bounded instead of pareto: one double, and a shape not "
+        "told apart from 0 is read as Weibull-type before the name is used"
+    ),
     "exact:132:8:const": (
         "the kernels' last breakpoint at w = 5.0005, not 5: every kernel is below exp(-e^5) = 1e-65 "
         "there; the probe moves by 5e-15"
+    ),
+}
+
+#: Survivors that are real but left without a test, with the reason (shown in the table).
+LEFT_OPEN: dict[str, str] = {
+    "diagnose:849:73:const": (
+        "_nan_median's nearest quantile at 0.50005: differs only for an even count of finite values "
+        "(the middle pair's choice); not tested"
+    ),
+    "diagnose:467:13:const": "tail fit weights zero for spacings below 1e-3 (not only 0): not tested",
+    "diagnose:841:51:const": (
+        "the expanded interval's t quantile at 0.50005 + level/2: moves the interval's ends by about 1e-4; "
+        "its tests are coverage counts, too coarse"
+    ),
+    "diagnose:872:52:const": (
+        "the battery's Weibull-type law drawn at beta = 0.70007 under the label 0.7 (its truth moves with it)"
+    ),
+    "diagnose:897:27:const": (
+        "coverage_battery's default draws (30 -> 31): a benchmark routine; a test of its default would run "
+        "the whole battery (minutes) or restate the signature"
+    ),
+    "diagnose:897:58:const": (
+        "coverage_battery's default level (0.9 -> 0.90009): as above; the stored table and "
+        "diagnose_law's own level check are keyed on 0.9 and untouched"
     ),
 }
 
@@ -457,7 +485,7 @@ def _verdict(row: dict) -> str:
 def table(rows: list[dict], totals: dict[str, int]) -> str:
     lines = []
     for row in rows:
-        note = row["killer"] or EQUIVALENT.get(row["id"], "")
+        note = row["killer"] or EQUIVALENT.get(row["id"]) or LEFT_OPEN.get(row["id"], "")
         change = row.get("probe_max_rel_change")
         if row["status"] == "survived" and change is not None:
             note = (f"probe {change:.1e}; " if isinstance(change, float) else f"probe: {change}; ") + note

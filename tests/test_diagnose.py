@@ -255,6 +255,8 @@ def test_diagnostic_finds_a_planted_target():
     out = at.diagnose_law(rows, [4096, 16384], resamples=50)
     assert out.law == "planted"
     assert out.planted_fraction > 0.9
+    # the operating point of a planted head: the median weight of each row's top key at L
+    assert out.operating_point == pytest.approx(np.median(at.softmax(rows).max(axis=-1)), rel=1e-12)
     bulk = rows[:, 1:]
     per_row = at.planted_length_factor(rows[:, 0], bulk.mean(axis=1), bulk.std(axis=1), [4096, 16384], 1024)
     np.testing.assert_allclose(out.factor, np.median(per_row, axis=0), rtol=0.01)
@@ -591,3 +593,21 @@ def test_spacings_and_depth_from_their_definitions():
         np.testing.assert_allclose(spacing[r], i * (x[:k] - x[1 : k + 1]) / iqr, rtol=1e-12)
         assert depth[r] == pytest.approx((x[k - 1] - np.median(row)) / iqr, rel=1e-12)
         assert scale[r] == pytest.approx(iqr, rel=1e-12)
+
+
+def test_accumulation_scale_is_infinite_with_a_tie_at_the_top():
+    # A zero gap (a key tied with the maximum) keeps N(t) >= 1 for every t > 0, so
+    # sup_t log(1 + N(t)) / t is infinite; without the tie the sup is finite (log 2 / 1 here).
+    assert at.accumulation_scale([0.0, 1.0, 2.0]) == np.inf
+    assert at.accumulation_scale([1.0]) == pytest.approx(np.log(2.0), rel=1e-15)
+
+
+def test_bulk_moments_of_a_flat_bulk_have_no_spread():
+    # Every key but the top equal: the bulk's standard deviation is exactly 0 (a floor under the
+    # variance would give a positive one).
+    from attnscale.theory.diagnose import _bulk_moments
+
+    x = np.array([[5.0, 1.0, 1.0, 1.0], [2.0, -1.0, -1.0, -1.0]])
+    _, mean, sd = _bulk_moments(x, x[:, 0])
+    np.testing.assert_array_equal(mean, [1.0, -1.0])
+    np.testing.assert_array_equal(sd, [0.0, 0.0])
