@@ -160,7 +160,7 @@ def relative_change(new, old) -> float | str:
 
 
 #: Survivors that are equivalent mutants, by site id (module:line:col:kind), with the reason.
-_GRID = "equivalent within the quadrature's error: only where the nodes sit moves; the probe moves by "
+_GRID = "equivalent within the quadrature's error (only where the nodes sit moves): "
 EQUIVALENT: dict[str, str] = {
     "softmax:535:7:cmp:NotEq": (
         "swaps row_best_scale's two routes (golden section on the norm, bisection on its slope's sign); "
@@ -191,12 +191,18 @@ EQUIVALENT: dict[str, str] = {
     "exact:729:23:cmp:GtE": (
         "an extra edge equal to the first edge is kept (>= instead of >), and np.unique drops it at once"
     ),
-    "exact:679:31:const": _GRID + "(an exceedance level of the max-weight grid, 1e-6 -> 1.0001e-6): 3e-16",
-    "exact:679:49:const": _GRID + "(an exceedance level of the max-weight grid, 1e-2 -> 1.0001e-2): 3e-16",
-    "exact:679:97:const": _GRID + "(an exceedance level of the max-weight grid, 32 -> 32.0032): 4e-16",
-    "exact:701:33:const": _GRID + "(the adaptive edges start 1e-3 of a panel in from the range's end): 2e-11",
-    "exact:652:37:const": _GRID + "(the outer range's top at P(S > s) = 1.0001e-26 / n): 7e-15",
-    "exact:700:33:index": _GRID + "(one adaptive panel fewer, ceil of the last but one measure): 7e-11",
+    "exact:679:31:const": _GRID
+    + "an exceedance level of the max-weight grid, 1e-6 -> 1.0001e-6; the probe moves by 3e-16",
+    "exact:679:49:const": _GRID
+    + "an exceedance level of the max-weight grid, 1e-2 -> 1.0001e-2; the probe moves by 3e-16",
+    "exact:679:97:const": _GRID
+    + "an exceedance level of the max-weight grid, 32 -> 32.0032; the probe moves by 4e-16",
+    "exact:701:33:const": _GRID
+    + "the adaptive edges start 1e-3 of a panel in from the range's end; the probe moves by 2e-11",
+    "exact:652:37:const": _GRID
+    + "the outer range's top at P(S > s) = 1.0001e-26 / n; the probe moves by 7e-15",
+    "exact:700:33:index": _GRID
+    + "one adaptive panel fewer, ceil of the last but one measure; the probe moves by 7e-11",
     "exact:716:72:const": _GRID
     + "(n = 2 only: the coarse pass's S^0 read as S^0.001, edges placed by it): 2e-13",
     "exact:440:78:const": (
@@ -214,6 +220,10 @@ EQUIVALENT: dict[str, str] = {
     "diagnose:515:25:cmp:LtE": (
         "a power-model shape of exactly 0 named bounded instead of pareto: one double, and a shape not "
         "told apart from 0 is read as Weibull-type before the name is used"
+    ),
+    "diagnose:122:55:cmp:GtE": (
+        "the inner guard of log(1 + k) / g: at g = 0 it now divides by 0 (inf, under errstate "
+        "divide='ignore'), and the outer np.where puts inf there anyway"
     ),
     "exact:132:8:const": (
         "the kernels' last breakpoint at w = 5.0005, not 5: every kernel is below exp(-e^5) = 1e-65 "
