@@ -34,6 +34,9 @@ masks, for each scored query, the two positions of its own key-value pair
 (default twice the sweep's 1500, the learning-rate schedule stretched to
 match) and scores them unmasked at L and 16L on the sweep's test windows:
 does O, trained to a lower loss, close E's lead past L?
+``--task recall_long_rules`` trains the same longer O models and scores
+them exactly as the sweep scores its O (``retrieval.run_recall``): every
+length, every length rule applied at test, the oracle factor's curves.
 
 The mask works by wrapping the model's own visibility rule
 (``attnscale.models.lm._visible``) while the evaluation is traced, so the
@@ -77,9 +80,7 @@ def _hidden_positions(batch, rng):
         needle[i, start : start + LINE_BYTES] = True
         # a span of the text that touches neither the line nor the question
         free = [
-            s
-            for s in range(0, question - LINE_BYTES)
-            if s + LINE_BYTES <= start or s >= start + LINE_BYTES
+            s for s in range(0, question - LINE_BYTES) if s + LINE_BYTES <= start or s >= start + LINE_BYTES
         ]
         s = int(rng.choice(free))
         decoy[i, s : s + LINE_BYTES] = True
@@ -163,7 +164,8 @@ def run_job(job):
     from attnscale.models import lm_train
 
     quick = _STATE["quick"]
-    task = "recall" if job["task"] == "recall_long" else job["task"]  # the task trained and scored
+    long_task = job["task"] in ("recall_long", "recall_long_rules")
+    task = "recall" if long_task else job["task"]  # the task trained and scored
     config = rx.config_for({**job, "task": task}, quick)
     if job.get("steps"):
         config = replace(config, steps=job["steps"])
@@ -175,6 +177,10 @@ def run_job(job):
     length = rx.TRAIN_LENGTH
     rng = np.random.default_rng(DECOY_SEED + job["seed"])
     evaluations = {mask: {} for mask in MASKS}
+    if job["task"] == "recall_long_rules":
+        rx.run_recall({**job, "task": "recall"}, model, record)
+        record["seconds"] = time.perf_counter() - begin
+        return record
     if job["task"] == "recall_long":
         record["eval"] = {}
         for n in (length, 16 * length):
@@ -215,7 +221,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--task", choices=["needle", "recall", "recall_long"], default="needle")
+    parser.add_argument(
+        "--task", choices=["needle", "recall", "recall_long", "recall_long_rules"], default="needle"
+    )
     parser.add_argument("--steps", type=int, default=3000, help="recall_long: training steps")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="tiny models and runs: a smoke test")
@@ -227,9 +235,11 @@ def main(argv=None):
     info = provenance(argv, workers)
     cache = ROOT / "experiments" / ".cache" / args.out.stem
     positions = "rope" if args.task == "needle" else "nope"
-    extra = {"steps": 40 if args.quick else args.steps} if args.task == "recall_long" else {}
+    long_task = args.task in ("recall_long", "recall_long_rules")
+    extra = {"steps": 40 if args.quick else args.steps} if long_task else {}
     jobs = [
-        {"task": args.task, "positions": positions, "rule": "standard", "seed": s, **extra} for s in args.seeds
+        {"task": args.task, "positions": positions, "rule": "standard", "seed": s, **extra}
+        for s in args.seeds
     ]
     done = run_resumable(
         run_job,
@@ -245,7 +255,7 @@ def main(argv=None):
     )
     records = sorted(done.values(), key=lambda r: r["seed"])
     source = "retrieval-needle.json" if args.task == "needle" else "retrieval.json"
-    if args.task == "recall_long":
+    if long_task:
         source = f"retrieval.json, O trained {extra['steps']} steps instead of 1500"
     settings = {
         "reproduces": f"book/data/{source} (task {args.task}, {positions}, standard)",

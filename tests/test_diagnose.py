@@ -255,6 +255,8 @@ def test_diagnostic_finds_a_planted_target():
     out = at.diagnose_law(rows, [4096, 16384], resamples=50)
     assert out.law == "planted"
     assert out.planted_fraction > 0.9
+    # the operating point of a planted head: the median weight of each row's top key at L
+    assert out.operating_point == pytest.approx(np.median(at.softmax(rows).max(axis=-1)), rel=1e-12)
     bulk = rows[:, 1:]
     per_row = at.planted_length_factor(rows[:, 0], bulk.mean(axis=1), bulk.std(axis=1), [4096, 16384], 1024)
     np.testing.assert_allclose(out.factor, np.median(per_row, axis=0), rtol=0.01)
@@ -559,6 +561,7 @@ def test_bulk_moments_against_sorting():
     np.testing.assert_allclose(sd, ordered[:, 1:].std(axis=-1), rtol=1e-10)
 
 
+<<<<<<< HEAD
 # --- the battery file, planted keys and bounded memory -----------------------
 
 BATTERY_FILE = (
@@ -814,3 +817,65 @@ def test_flag_check_file_adds_flags_to_the_lookup():
     assert vouched_after < 0.25 * vouched_before, (vouched_after, vouched_before)
     pareto = [r for r in records if r["law"].startswith("Pareto") and r["keys"] >= 1024]
     assert np.mean([r["flagged"] for r in pareto]) <= 0.2
+=======
+def test_outlier_threshold_is_the_five_percent_point_of_an_exponential():
+    # The planted-margin test calls a row's top gap an outlier above a(p_1) * t, with t the 5% point
+    # of a standard exponential: P(E > t) = e^-t = 0.05 exactly (a threshold 1e-4 off misses rtol 1e-12).
+    from attnscale.theory.diagnose import _OUTLIER
+
+    assert np.exp(-_OUTLIER) == pytest.approx(0.05, rel=1e-12)
+
+
+@pytest.mark.parametrize("model", ["weibull", "power"])
+@pytest.mark.parametrize("slope", [-1.7, -1.0, -0.4, 0.0, 0.6])
+def test_climb_against_quadrature(model, slope):
+    # Q(e^-u1) - Q(e^-u0) = int_{u0}^{u1} a(e^-v) dv, log a = c0 + slope * (log v or v): against
+    # scipy's quad at rtol 1e-10, for negative powers too (bounded tails) and the flat case.
+    from scipy.integrate import quad
+
+    from attnscale.theory.diagnose import _climb
+
+    c0, u0, u1 = 0.3, 1.5, 7.0
+
+    def log_a(v):
+        return c0 + slope * (np.log(v) if model == "weibull" else v)
+
+    want = quad(lambda v: np.exp(log_a(v)), u0, u1, epsabs=0, epsrel=1e-13)[0]
+    got = float(_climb(np.array(c0), np.array(slope), model, np.array(u0), np.array(u1)))
+    assert got == pytest.approx(want, rel=1e-10)
+
+
+def test_spacings_and_depth_from_their_definitions():
+    # D_i = i (X_(i) - X_(i+1)) / IQR for i = 1..k, and the depth (X_(k) - median) / IQR, against a
+    # full sort and numpy's median and quartiles row by row (a 51st percentile for the median moves the
+    # depth by about 1e-2, far outside rtol 1e-12).
+    from attnscale.theory.diagnose import _spacings
+
+    rows, k = np.random.default_rng(11).standard_normal((5, 400)), 12
+    spacing, depth, _, scale = _spacings(rows, k)
+    for r, row in enumerate(rows):
+        x = np.sort(row)[::-1]
+        iqr = np.subtract(*np.percentile(row, [75, 25]))
+        i = np.arange(1, k + 1)
+        np.testing.assert_allclose(spacing[r], i * (x[:k] - x[1 : k + 1]) / iqr, rtol=1e-12)
+        assert depth[r] == pytest.approx((x[k - 1] - np.median(row)) / iqr, rel=1e-12)
+        assert scale[r] == pytest.approx(iqr, rel=1e-12)
+
+
+def test_accumulation_scale_is_infinite_with_a_tie_at_the_top():
+    # A zero gap (a key tied with the maximum) keeps N(t) >= 1 for every t > 0, so
+    # sup_t log(1 + N(t)) / t is infinite; without the tie the sup is finite (log 2 / 1 here).
+    assert at.accumulation_scale([0.0, 1.0, 2.0]) == np.inf
+    assert at.accumulation_scale([1.0]) == pytest.approx(np.log(2.0), rel=1e-15)
+
+
+def test_bulk_moments_of_a_flat_bulk_have_no_spread():
+    # Every key but the top equal: the bulk's standard deviation is exactly 0 (a floor under the
+    # variance would give a positive one).
+    from attnscale.theory.diagnose import _bulk_moments
+
+    x = np.array([[5.0, 1.0, 1.0, 1.0], [2.0, -1.0, -1.0, -1.0]])
+    _, mean, sd = _bulk_moments(x, x[:, 0])
+    np.testing.assert_array_equal(mean, [1.0, -1.0])
+    np.testing.assert_array_equal(sd, [0.0, 0.0])
+>>>>>>> mutation

@@ -135,6 +135,16 @@ def test_spike_over_bulk_with_a_flat_bulk_is_the_closed_form():
     np.testing.assert_allclose(got, closed, rtol=1e-12, atol=1e-15)
 
 
+def test_spike_over_bulk_rows_longer_than_a_block_go_one_at_a_time(monkeypatch):
+    # A row longer than the block (n > _BULK_BLOCK) is drawn alone: still the flat bulk's closed form.
+    monkeypatch.setattr("attnscale.theory.entropy._BULK_BLOCK", 16)
+    spike, mu, n = np.array([3.0, -2.0, 9.0]), 0.5, 33
+    p1 = 1 / (1 + (n - 1) * np.exp(mu - spike))
+    closed = -p1 * np.log(p1) - (1 - p1) * np.log((1 - p1) / (n - 1))
+    got = at.spike_over_bulk_entropy(spike, mu, 0.0, n, np.random.default_rng(0))
+    np.testing.assert_allclose(got, closed, rtol=1e-12, atol=1e-15)
+
+
 def test_spike_far_below_the_bulk_leaves_partiii_iid_row():
     # the spike carries no weight: n - 1 i.i.d. N(mu, a^2) logits, whose expected
     # entropy is exact (attnscale.expected_entropy, quadrature)
@@ -174,3 +184,29 @@ def test_spike_over_bulk_refuses_bad_input(args, error, match):
         at.spike_over_bulk_entropy(*args, np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng must be a numpy"):
         at.spike_over_bulk_entropy(0.0, 0.0, 1.0, 8, 0)
+
+
+def test_length_rules_default_to_a_training_length_of_512():
+    # Both rules' default L is 512: against their closed forms at L = 512, the log_L n rule
+    # log(n) / log(512) / sqrt(d) and the sqrt(alpha_L^2 + 2 log(n / 512)) rule.  A default of 513
+    # moves either by over 1e-4 relative at n = 4096, far outside rtol 1e-12.
+    n, d, alpha_train = 4096.0, 64.0, 1.0
+    assert float(at.entropy_invariant_scale(n, d)) == pytest.approx(
+        np.log(n) / np.log(512.0) / np.sqrt(d), rel=1e-12
+    )
+    assert float(at.entropy_matching_scale(n, alpha_train)) == pytest.approx(
+        np.sqrt(alpha_train**2 + 2.0 * np.log(n / 512.0)), rel=1e-12
+    )
+    # the smallest head dimension, d = 1, is accepted: the rule without its 1/sqrt(d)
+    assert float(at.entropy_invariant_scale(n, 1.0)) == pytest.approx(np.log(n) / np.log(512.0), rel=1e-12)
+
+
+def test_matching_scale_is_zero_below_reach_and_exact_just_above_it():
+    # alpha(n) = sqrt(max(alpha_L^2 + 2 log(n / L), 0)): 0 when the bracket is negative (n = L/2,
+    # alpha_L = 1: 1 - 2 log 2 < 0), and sqrt(1e-6) = 1e-3 when it is 1e-6.  A floor of 1e-3 under
+    # the bracket would give sqrt(1e-3) = 0.03 in both.
+    assert float(at.entropy_matching_scale(256, 1.0, train_length=512)) == 0.0
+    alpha_train = np.sqrt(2.0 * np.log(2.0) + 1e-6)
+    assert float(at.entropy_matching_scale(256, alpha_train, train_length=512)) == pytest.approx(
+        1e-3, rel=1e-6
+    )

@@ -331,3 +331,36 @@ def test_conditional_mean_log_scale_agrees_with_typical_rows():
     assert abs(est - plain[0]) <= 5 * np.hypot(half / 3.182, plain[1] / t)
     with pytest.raises(ValueError, match="widen"):
         at.conditional_mean_log_scale(512, rows=50, seeds=2, alphas=np.geomspace(0.5, 1.0, 6))
+
+
+def test_hard_ends_are_the_ends_where_the_density_does_not_vanish():
+    # The cosine law's density is proportional to (1 - c^2)^((d - 3)/2), c = s + 1 in [-1, 1]: at
+    # d = 16 it vanishes smoothly at both ends (no hard end, like the Gaussian's), at d = 2.5 it is
+    # infinite at both (both are hard).  Probing outside the support (a nudge of the wrong sign)
+    # reads a NaN density there and calls the vanishing ends hard.
+    assert at.gaussian_law().hard_ends == ()
+    assert at.cosine_law(16).hard_ends == ()
+    assert at.cosine_law(2.5).hard_ends == at.cosine_law(2.5).score_range == (-2.0, 0.0)
+
+
+def test_hard_ends_read_the_density_of_the_score_not_of_z():
+    # Uniform scores on [0, 1] through s = z^3: the density of z, 3 z^2, vanishes at z = 0 but the
+    # density of s, 1, does not; both ends are hard.  Reading the density of z there (or multiplying
+    # by the slope 3 z^2 instead of dividing) would drop the lower end.
+    law = at.ScoreLaw(
+        name="uniform via z^3",
+        log_density_z=lambda z: np.log(3.0) + 2.0 * np.log(z),
+        to_score=lambda z: z**3,
+        to_z=np.cbrt,
+        z_range=(0.0, 1.0),
+        panels=16,
+        score_slope=lambda z: 3.0 * z * z,
+    )
+    assert law.hard_ends == law.score_range == (0.0, 1.0)
+
+
+def test_the_scale_limit_is_exactly_1e3_for_gaussian_scores():
+    # Gaussian scores: alpha = 1e3 is accepted, 1e3 (1 + 5e-5) refused (a limit 1e-4 higher passes it).
+    assert np.isfinite(at.expected_gradient(1e3, 10))
+    with pytest.raises(ValueError, match=r"alpha must be <= 1000 for gaussian scores"):
+        at.expected_gradient(1e3 * (1 + 5e-5), 10)

@@ -272,3 +272,19 @@ def test_row_best_scale_tied_top_runs_to_the_grid_end():
     assert np.all(best > 0.9 * grid[-1])  # no finite maximizer: alpha (1 - 1/k) grows
     with pytest.raises(ValueError, match="norm"):
         at.row_best_scale(np.ones((2, 3)), norm="l2")
+
+
+@pytest.mark.parametrize(
+    "function",
+    [at.softmax, at.softmax_jacobian, at.gradient_l1, at.collision_probability,
+     at.gradient_objective, at.gradient_frobenius, at.renyi2_entropy, at.softmax_entropy],
+)  # fmt: skip
+def test_default_scale_is_one(function):
+    # Each row function's default alpha is exactly 1: bit-equal to passing 1.0, and to the scale-free
+    # closed form on two keys, p = (e / (e + 1), 1 / (e + 1)).  A default of 1 + 1e-4 moves each value
+    # by about 1e-4 relative on this row, far outside rtol 1e-12.
+    s = np.array([1.0, 0.0])
+    assert np.array_equal(function(s), function(s, 1.0))
+    if function is at.collision_probability:
+        p = np.e / (np.e + 1.0)
+        assert float(function(s)) == pytest.approx(p**2 + (1 - p) ** 2, rel=1e-12)
