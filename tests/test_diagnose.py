@@ -561,7 +561,6 @@ def test_bulk_moments_against_sorting():
     np.testing.assert_allclose(sd, ordered[:, 1:].std(axis=-1), rtol=1e-10)
 
 
-<<<<<<< HEAD
 # --- the battery file, planted keys and bounded memory -----------------------
 
 BATTERY_FILE = (
@@ -817,7 +816,6 @@ def test_flag_check_file_adds_flags_to_the_lookup():
     assert vouched_after < 0.25 * vouched_before, (vouched_after, vouched_before)
     pareto = [r for r in records if r["law"].startswith("Pareto") and r["keys"] >= 1024]
     assert np.mean([r["flagged"] for r in pareto]) <= 0.2
-=======
 def test_outlier_threshold_is_the_five_percent_point_of_an_exponential():
     # The planted-margin test calls a row's top gap an outlier above a(p_1) * t, with t the 5% point
     # of a standard exponential: P(E > t) = e^-t = 0.05 exactly (a threshold 1e-4 off misses rtol 1e-12).
@@ -849,10 +847,12 @@ def test_spacings_and_depth_from_their_definitions():
     # D_i = i (X_(i) - X_(i+1)) / IQR for i = 1..k, and the depth (X_(k) - median) / IQR, against a
     # full sort and numpy's median and quartiles row by row (a 51st percentile for the median moves the
     # depth by about 1e-2, far outside rtol 1e-12).
-    from attnscale.theory.diagnose import _spacings
+    from attnscale.theory.diagnose import _row_scale, _spacings, _summaries
 
     rows, k = np.random.default_rng(11).standard_normal((5, 400)), 12
-    spacing, depth, _, scale = _spacings(rows, k)
+    summary = _summaries(rows, k + 2)
+    scale = _row_scale(summary)
+    spacing, depth = _spacings(summary.top, k, summary, scale)
     for r, row in enumerate(rows):
         x = np.sort(row)[::-1]
         iqr = np.subtract(*np.percentile(row, [75, 25]))
@@ -878,4 +878,3 @@ def test_bulk_moments_of_a_flat_bulk_have_no_spread():
     _, mean, sd = _bulk_moments(x, x[:, 0])
     np.testing.assert_array_equal(mean, [1.0, -1.0])
     np.testing.assert_array_equal(sd, [0.0, 0.0])
->>>>>>> mutation
