@@ -74,8 +74,8 @@ ROPE_FIRST = (
 
 #: The answers table's cell for running past the training length (at most 25 words).
 LENGTH_USE = (
-    "with RoPE, YaRN (by-part frequency interpolation, its own logit factor), fine-tuned briefly at the "
-    "target length if possible; without positions, $\\log_L n$ on every head"
+    "with RoPE, YaRN, briefly fine-tuned at the target length if possible; without positions, "
+    "$\\log_L n$ on every head (recall only: it hurt a language model's loss)"
 )
 
 #: The carry sweep's law without positions, as its appendix fits it from ``book/data/carry-law-*.json``
@@ -413,9 +413,9 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "decoder",
             "**decoders** (position $n$ sees $n$ keys)",
             r"$\alpha = 1$ at every position, as for any dot-product attention",
-            "the tuned-rate test is not causal; no decoder was trained; at "
-            rf"$L = {context}$ one fixed scale keeps ${_n(100 * kept.mean(), 2)}\%$ of each position's "
-            "optimum",
+            "the tuned-rate test is not causal; mean-field gradients favour a fixed "
+            rf"$\alpha = {_n(alpha_half, 3)}$ at $L = {context}$ "
+            rf"(${_n(100 * kept.mean(), 2)}\%$ of each position's optimum, on average)",
             "{ref}`training <sec-training-tuned>`; {ref}`decoders <ch-decoders>`",
             ("decoders",),
             rf"Use one scale, $\alpha = 1$, at every position ({table}).",
@@ -431,10 +431,10 @@ def _length_answer() -> Answer:
         "length",
         "**running past the training length** $L$",
         LENGTH_USE,
-        rf"for small RoPE decoders tested to $16L$; **{CARRIED_CONFIDENCE}** carried to a 4k to 32k "
-        "model (the spectrum-matched sweep did not train)",
+        rf"for small RoPE decoders on a recall task, tested to $16L$; **{CARRIED_CONFIDENCE}** carried "
+        "to a 4k to 32k model (the spectrum-matched sweep did not train)",
         "{ref}`carry sweep <sec-carry-evidence>`; {ref}`retrieval <ch-retrieval>`; "
-        "{ref}`needle <ch-needle>`; {ref}`practice <sec-apply-factor>`",
+        "{ref}`practice <sec-apply-factor>`",
         ("retrieval", "needle", "language-model", "bidirectional", "recipes"),
         "Past $L$ with RoPE use YaRN, fine-tuned briefly if you can; see the {ref}`answers table <answers>`.",
     )
