@@ -48,7 +48,10 @@ LAWS = {
     "Pareto, gamma = 4": (stats.pareto(4.0), True),
 }
 SIZES = ((16, 64), (64, 64), (64, 1024))
-EXTRA = {(64, 8192): ("Student-t3", "Student-t5", "Gaussian", "Pareto, gamma = 2"), (20000, 16): ("Gaussian", "uniform")}
+EXTRA = {
+    (64, 8192): ("Student-t3", "Student-t5", "Gaussian", "Pareto, gamma = 2"),
+    (20000, 16): ("Gaussian", "uniform"),
+}
 DRAWS = 20
 
 
@@ -63,7 +66,9 @@ def two_end_ratio(dist, keys, ratio=16.0):
 def provenance(argv):
     def git(*args):
         try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+            ).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             return None
 
@@ -110,7 +115,9 @@ def main(argv):
             )
         print(name, rows, keys, f"{time.monotonic() - begin:.0f} s", flush=True)
     prov["wall_seconds"] = round(time.monotonic() - begin, 1)
-    out = dict(provenance=prov, settings=dict(draws=DRAWS, ratio=16.0, level=0.9, resamples=200), records=records)
+    out = dict(
+        provenance=prov, settings=dict(draws=DRAWS, ratio=16.0, level=0.9, resamples=200), records=records
+    )
     partial = OUT.with_suffix(".partial")
     partial.write_text(json.dumps(out, separators=(",", ":")))
     partial.rename(OUT)

@@ -732,7 +732,7 @@ def test_battery_laws_unflagged_readings_cover():
 
     rng = np.random.default_rng(RNG_SEED + 73)
     hits = []
-    for name, draw, alpha_c, _domain in _battery_laws():
+    for _name, draw, alpha_c, _domain in _battery_laws():
         if alpha_c is None:
             continue
         truth = float(alpha_c(16384.0) / alpha_c(1024.0))
@@ -806,7 +806,8 @@ def test_flag_check_file_adds_flags_to_the_lookup():
     import json
     from pathlib import Path
 
-    data = json.loads((Path(__file__).resolve().parents[1] / "book" / "data" / "which-law-flag-check.json").read_text())
+    path = Path(__file__).resolve().parents[1] / "book" / "data" / "which-law-flag-check.json"
+    data = json.loads(path.read_text())
     assert not data["provenance"]["git_dirty"]
     records = data["records"]
     assert all(r["flagged"] or not r["lookup_flagged"] for r in records)
@@ -816,6 +817,8 @@ def test_flag_check_file_adds_flags_to_the_lookup():
     assert vouched_after < 0.25 * vouched_before, (vouched_after, vouched_before)
     pareto = [r for r in records if r["law"].startswith("Pareto") and r["keys"] >= 1024]
     assert np.mean([r["flagged"] for r in pareto]) <= 0.2
+
+
 def test_outlier_threshold_is_the_five_percent_point_of_an_exponential():
     # The planted-margin test calls a row's top gap an outlier above a(p_1) * t, with t the 5% point
     # of a standard exponential: P(E > t) = e^-t = 0.05 exactly (a threshold 1e-4 off misses rtol 1e-12).

@@ -39,7 +39,8 @@
 
   // TeX as plain text: \frac{a}{b} -> a/b, \sqrt{x} -> √x, x^{2} -> x², \mathrm{ref} -> ref.
   function texToText(tex) {
-    let text = tex.trim().replace(/^\\[([]|\\[)\]]$/g, "");
+    // math delimiters anywhere (a display's number comes before its "\\[")
+    let text = tex.trim().replace(/\\[()[\]]/g, " ");
     text = text.replace(/\\sqrt\s*(\w)/g, "√$1"); // \sqrt d, before a fraction takes it in
     for (let k = 0; k < 3; k++) { // nested arguments, innermost first
       text = text
@@ -50,7 +51,8 @@
     text = text
       .replace(/\\sqrt\s*(\w)/g, "√$1")
       .replace(/\\(?:mathbb|mathrm|mathbf)\s*(\w)/g, "$1")
-      .replace(/\\(?:left|right|big|Big|bigg|Bigg)\b/g, "")
+      .replace(/\\(?:left|right|[bB]igg?[lr]?)\b/g, "")
+      .replace(/\\q?quad\b/g, " ")
       .replace(/\\[,;:! ]/g, " ")
       .replace(/\^(?:\{([-+0-9ni*]+)\}|([0-9ni*]))/g, (_, a, b) => [...(a ?? b)].map((c) => SUPERSCRIPT[c]).join(""))
       .replace(/\\([A-Za-z]+)/g, (_, name) => SYMBOLS[name] ?? name)

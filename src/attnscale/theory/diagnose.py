@@ -674,6 +674,10 @@ def _law_name(model, slope):
 def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0):
     r"""Estimate which length law a head follows, and the factor :math:`\lambda(n)`, from its score rows.
 
+    Long because it reads in one pass and must say why it trusts a reading:
+    the planted-key screen, two tail models, the bootstrap and the rows' own
+    reliability checks share the pass's summaries.
+
     The rows are the logits (score times scale) of one head at its training
     length :math:`L`, one query per row.  Each row is centred on its median
     and divided by its interquartile range, and its upper order statistics
@@ -866,7 +870,9 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     per_row = None
     if planted:
         per_row = planted_length_factor(summary.top[:, 0], summary.bulk_mean, summary.bulk_sd, n, L)
-    boot = _bootstrap(spacing, np.stack([depth, depth_half], axis=1), L_bg, (k_bg, k_half), resamples, seed, per_row)
+    boot = _bootstrap(
+        spacing, np.stack([depth, depth_half], axis=1), L_bg, (k_bg, k_half), resamples, seed, per_row
+    )
     boot_fits, boot_half = boot["fits"][0], boot["fits"][1]
     boot_depth, boot_depth_half = boot["depth"][:, 0], boot["depth"][:, 1]
     # a power tail whose shape is not told apart from 0 is the exponential
@@ -1029,7 +1035,8 @@ def _diagnose_arguments(scores, lengths, tail, level, resamples, seed=0):
     if need > _MAX_EXTRA_BYTES:
         raise ValueError(
             f"scores, tail and resamples: the diagnostic would need about {need / 1e9:.1f} GB beyond the "
-            f"input (at most {_MAX_EXTRA_BYTES / 1e9:.0f} GB); pass fewer rows, a smaller tail or fewer resamples"
+            f"input (at most {_MAX_EXTRA_BYTES / 1e9:.0f} GB); pass fewer rows, a smaller tail or "
+            "fewer resamples"
         )
     return x, n, k
 
@@ -1129,7 +1136,7 @@ def _chosen_factor(boot_fits, boot_depth, L, k, n):
 
 
 def _resample_domains(boot_fits):
-    """The domain each resample reads: Gumbel if its Weibull-type fit is the better, else by the sign of xi."""
+    """The domain each resample reads: Gumbel if its Weibull-type fit is better, else by the sign of xi."""
     weibull = boot_fits["weibull"][2] <= boot_fits["power"][2]
     xi = boot_fits["power"][1]
     return np.where(weibull, "gumbel", np.where(xi < 0, "reverse-weibull", "frechet"))
