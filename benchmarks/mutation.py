@@ -880,7 +880,7 @@ CLAIM_MUTANTS = [
         "scores at initialization scaled by 1/d_h, not 1/sqrt(d_h)",
     ),
     (
-        "language-model",
+        "evidence-language-model",
         'replay_config, text.train, logged["seed"], steps=replay_steps',
         'replay_config, text.train, logged["seed"] + 1, steps=replay_steps',
         "the logged run came from the next seed",
