@@ -18,11 +18,8 @@ page of *Which law* reads it.
 from __future__ import annotations
 
 import json
-import platform
-import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +30,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import attnscale as at  # noqa: E402
 from attnscale.theory import diagnose  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "experiments"))
+from diagnose_battery import provenance  # noqa: E402  (one record for both scripts)
 
 OUT = ROOT / "book" / "data" / "which-law-flag-check.json"
 LAWS = {
@@ -61,25 +61,6 @@ def two_end_ratio(dist, keys, ratio=16.0):
         return max(n * dist.pdf(top), np.log(n / 2.0) / (top - dist.median()))
 
     return float(alpha_c(ratio * keys) / alpha_c(float(keys)))
-
-
-def provenance(argv):
-    def git(*args):
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    return {
-        "command": " ".join(["python", *argv]),
-        "git_commit": git("rev-parse", "HEAD"),
-        "git_dirty": bool(git("status", "--porcelain", "--", "src", "experiments")),
-        "python": platform.python_version(),
-        "packages": {name: metadata.version(name) for name in ("numpy", "scipy")},
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
 
 
 def main(argv):
