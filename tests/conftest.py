@@ -40,6 +40,17 @@ import nbformat
 import pytest
 from bookbuild import CHROMIUM_ARGS, build_pdf, copy_book, missing_pdf_tools, notebook_chapters, start_build
 
+# Every process of the session (the two test workers, the book build's
+# kernels, the reruns, the PDF build) does its linear algebra on one thread:
+# they already share the two cores, and multithreaded BLAS in each spins
+# against the others'.  One chapter (evidence-residual) took 12.3 s of CPU
+# with the default threads and 4.4 s on one.  Set before numpy loads
+# (nothing imported above loads it), inherited by every process started
+# below; a user's own setting is kept.  The book build sets the same for
+# its kernels (book/_ext/parallel_chapters.py).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 RERUN_SCRIPT = Path(__file__).with_name("rerun_chapters.py")
 #: The background processes this process started (only the scheduling process starts any).
 STARTED = pytest.StashKey[list]()
