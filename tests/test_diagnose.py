@@ -211,23 +211,23 @@ def _rows(law, rng, rows=64, keys=1024):
 LAWS = {
     # law drawn: (name returned, shape range, the law's own factor at 16L, relative tolerance)
     "gaussian": (
-        "weibull",
+        "gumbel",
         (1.8, 3.2),
         lambda n, L: at.iid_critical_scale(n) / at.iid_critical_scale(L),
         0.05,
     ),
-    "exponential": ("weibull", (0.85, 1.15), lambda n, L: np.ones_like(n), 0.05),
+    "exponential": ("gumbel", (0.85, 1.15), lambda n, L: np.ones_like(n), 0.05),
     "pareto": (
-        "pareto",
+        "frechet",
         (0.4, 0.6),
         lambda n, L: at.iid_critical_scale(n, _pareto(2.0)) / at.iid_critical_scale(L, _pareto(2.0)),
         0.1,
     ),
-    "uniform": ("bounded", (-1.1, -0.9), lambda n, L: n / L, 0.1),
+    "uniform": ("reverse-weibull", (-1.1, -0.9), lambda n, L: n / L, 0.1),
     # finite-L bias: the top quarter of a d = 6 cosine row is steeper than its
     # asymptotic power (measured 27% high at 16L, L = 1024); the chapter reports it
     "cosine6": (
-        "bounded",
+        "reverse-weibull",
         (-0.6, -0.35),
         lambda n, L: at.iid_critical_scale(n, "cosine", 6) / at.iid_critical_scale(L, "cosine", 6),
         0.4,
@@ -288,7 +288,7 @@ def test_shape_against_pickands():
             np.log((x[:, k - 1] - x[:, 2 * k - 1]) / (x[:, 2 * k - 1] - x[:, 4 * k - 1]))
         ) / np.log(2)
         out = at.diagnose_law(rows, [4096], resamples=20)
-        assert out.law == "bounded"
+        assert out.law == "reverse-weibull"
         assert abs(out.shape - pickands) < 0.15
         assert abs(pickands - xi) < 0.15
 
@@ -426,18 +426,18 @@ def _weibull_factor(beta, n, L):
 
 COVERAGE_LAWS = {
     # law: (draw, its own lambda(n) from L, its shape in the diagnostic's units)
-    "weibull 2": (lambda r, s: r.weibull(2.0, s), lambda n, L: _weibull_factor(2.0, n, L), ("weibull", 2.0)),
-    "exponential": (lambda r, s: r.exponential(size=s), lambda n, L: 1.0, ("weibull", 1.0)),
+    "weibull 2": (lambda r, s: r.weibull(2.0, s), lambda n, L: _weibull_factor(2.0, n, L), ("gumbel", 2.0)),
+    "exponential": (lambda r, s: r.exponential(size=s), lambda n, L: 1.0, ("gumbel", 1.0)),
     "weibull 0.7": (
         lambda r, s: r.weibull(0.7, s),
         lambda n, L: _weibull_factor(0.7, n, L),
-        ("weibull", 0.7),
+        ("gumbel", 0.7),
     ),
-    "uniform": (lambda r, s: r.uniform(size=s), lambda n, L: n / L, ("bounded", -1.0)),
+    "uniform": (lambda r, s: r.uniform(size=s), lambda n, L: n / L, ("reverse-weibull", -1.0)),
     "pareto 2": (
         lambda r, s: r.pareto(2.0, s) + 1.0,
         lambda n, L: float(at.iid_critical_scale(n, _pareto(2.0)) / at.iid_critical_scale(L, _pareto(2.0))),
-        ("pareto", 0.5),
+        ("frechet", 0.5),
     ),
 }
 
@@ -488,21 +488,26 @@ def test_numpy_scalars_are_accepted_for_level_and_seed():
     np.testing.assert_allclose(a.factor_interval, b.factor_interval, rtol=1e-6)
 
 
-def test_domains_carry_the_extreme_value_names():
-    # the domain of attraction of each reading, with law keeping its old name
+def test_laws_carry_the_extreme_value_names():
+    # law is the domain of attraction of the reading (domain repeats it), and
+    # beta is the Weibull-type index of a Gumbel reading only (NaN otherwise)
     rng = np.random.default_rng(RNG_SEED + 42)
-    cases = {
-        "gaussian": ("weibull", "gumbel"),
-        "pareto": ("pareto", "frechet"),
-        "planted": ("planted", "planted"),
-    }
-    for law, (name, domain) in cases.items():
+    cases = {"gaussian": "gumbel", "pareto": "frechet", "planted": "planted"}
+    for law, name in cases.items():
         out = at.diagnose_law(_rows(law, rng), [4096], resamples=20)
-        assert (out.law, out.domain) == (name, domain)
+        assert (out.law, out.domain) == (name, name)
+        if name == "frechet":
+            assert np.isnan(out.beta)
+    gauss = at.diagnose_law(_rows("gaussian", rng), [4096], resamples=20)
+    assert gauss.beta == gauss.shape and 1.5 < gauss.beta < 3.5
     bounded = _unit_vectors_first_coordinate(6, (64, 2048), rng)
     out = at.diagnose_law(bounded, [4096], resamples=20)
-    assert (out.law, out.domain) == ("bounded", "reverse-weibull")
-    assert set(LAW_DOMAINS) == set(LAW_FORMULAS)
+    assert (out.law, out.domain) == ("reverse-weibull", "reverse-weibull") and np.isnan(out.beta)
+    # the former labels map onto the names now returned
+    assert set(LAW_DOMAINS.values()) == set(LAW_FORMULAS)
+    assert LAW_DOMAINS == {
+        "weibull": "gumbel", "bounded": "reverse-weibull", "pareto": "frechet", "planted": "planted"
+    }
 
 
 def test_default_tail_is_capped_so_the_bootstrap_is_bounded():
@@ -624,7 +629,7 @@ def test_below_the_reliable_coverage_the_diagnostic_says_unreliable():
 def test_a_fixed_key_is_found_and_does_not_flip_the_background(value):
     # one key at a fixed value in every row of Gaussian noise: found as the
     # planted key, and the background read in the Gumbel domain as often as
-    # without it (the former diagnostic read "bounded" in half the draws)
+    # without it (the former diagnostic read a bounded top in half the draws)
     rng = np.random.default_rng(RNG_SEED + 60)
     found, gumbel, gumbel_plain = [], [], []
     for j in range(24):
