@@ -644,6 +644,36 @@ def test_a_fixed_key_is_found_and_does_not_flip_the_background(value):
     assert np.mean(gumbel) >= 0.6
 
 
+def test_a_key_planted_over_a_heavy_tailed_bulk():
+    # Student-t3 keys (Frechet domain), 64 rows of 1024, one key at a fixed
+    # value.  What it shows: the key is found at every value (never without
+    # one), the background is read Frechet as without the key, and below the
+    # rows' own maximum (t3's 1/L quantile, about 10.3) the factor is the
+    # plain rows' (the key is set aside).  Far above it (30, margin about 18
+    # standard deviations) the head is read planted, and the planted factor,
+    # whose bulk model is Gaussian, is flagged every time: at 16L the t3
+    # bulk's 1/n quantile (about 26) nears the target.
+    from scipy import stats
+
+    plain, got = [], {}
+    for j in range(6):
+        rng = np.random.default_rng([RNG_SEED, 63, j])
+        x = rng.standard_t(3, size=(64, 1024))
+        out = at.diagnose_law(x, [16384], resamples=30, seed=j)
+        assert out.planted_key is None and out.background == "frechet"
+        plain.append(out.factor[0])
+        for value in (4.0, 10.0, 30.0):
+            x[:, 0] = value
+            got.setdefault(value, []).append(at.diagnose_law(x, [16384], resamples=30, seed=j))
+    for value, outs in got.items():
+        assert all(o.planted_key == 0 and o.background == "frechet" for o in outs), value
+    for value in (4.0, 10.0):
+        assert all(o.law == "frechet" for o in got[value])
+        np.testing.assert_allclose([o.factor[0] for o in got[value]], plain, rtol=0.03)
+    assert all(o.law == "planted" and not o.checks and not o.reliable for o in got[30.0])
+    assert stats.t(3).isf(1 / 16384) > 0.8 * 30.0
+
+
 def test_a_planted_target_is_read_with_its_margin():
     rng = np.random.default_rng(RNG_SEED + 61)
     x = rng.normal(size=(32, 1024))

@@ -375,7 +375,10 @@ class LawDiagnosis:
         bootstrap interval, that interval is narrow enough to see a ratio
         of :math:`e^{1/3}`, the tail holds more than 8 order statistics,
         and at least 80% of the resamples read the same domain
-        (``_stability``).  The lookup alone vouched for Student-t rows at
+        (``_stability``); a planted reading passes only over a background
+        read in the Gumbel domain (the planted factor's bulk is Gaussian:
+        over Student-t3 keys, whose maximum at :math:`16L` passes a target
+        the Gaussian model holds, it would mislead).  The lookup alone vouched for Student-t rows at
         1024 keys (covering none) and for Gaussian rows read as bounded at
         64 keys; the checks flag them, and at 64 keys flag almost every
         reading (too few order statistics to check a model).
@@ -990,6 +993,10 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     background_domain = name
     coverage = BATTERY_COVERAGE.get((domain, _battery_keys(L)), float("nan"))
     checks = bool(deep_enough and stable["depth_agrees"] and stable["domain_agreement"] >= _DOMAIN_AGREEMENT)
+    if planted:
+        # the planted factor models the bulk as Gaussian: a heavier bulk
+        # (a Frechet background) or a bounded one is not in that model
+        checks = bool(deep_enough and background_domain == "gumbel")
     reliable = bool(coverage >= RELIABLE_COVERAGE and abs(level - 0.9) < 1e-6 and checks)
     return LawDiagnosis(
         law=domain,
