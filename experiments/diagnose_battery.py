@@ -16,8 +16,9 @@ re-running it.  Three parts:
   each draw's flag as the shipped diagnostic gives it once the package
   holds that table (``flagged``: the lookup or the data's checks;
   ``lookup_flagged``: the lookup alone);
-- ``cosine``: cosine rows at d = 4 ... 256, the domain and kappa read and
-  the factor against the cosine law's own two-end ratio;
+- ``cosine``: cosine rows at d = 4 ... 256, the domain and kappa read,
+  the factor against the cosine law's own two-end ratio, and the data's
+  checks (the flag is the lookup in the package's table or those checks);
 - ``planted_key``: Gaussian rows with one fixed key at 2 ... 7 standard
   deviations, the domain read, the background's domain and the key found.
 """
@@ -105,7 +106,12 @@ def cosine_part(draws, seed):
                         truth=truth,
                         gaussian=gauss,
                         covered=bool(lo <= truth <= hi),
+                        covered_sampling=bool(
+                            o.sampling_interval[0, 0] <= truth <= o.sampling_interval[1, 0]
+                        ),
+                        model_bias=float(o.model_bias[0]),
                         reliable=o.reliable,
+                        checks=o.checks,
                     )
                 )
     return out
