@@ -12,9 +12,13 @@ re-running it.  Three parts:
 - ``coverage``: :func:`attnscale.theory.diagnose.coverage_battery` (30 draws
   of each law at 16 x 64, 64 x 1024 and 64 x 16384), one record per draw,
   and the coverage by the domain read and size that ``BATTERY_COVERAGE``
-  in the package must equal (``tests/test_diagnose.py`` holds it);
-- ``cosine``: cosine rows at d = 4 ... 256, the domain and kappa read and
-  the factor against the cosine law's own two-end ratio;
+  in the package must equal (``tests/test_diagnose.py`` holds it), with
+  each draw's flag as the shipped diagnostic gives it once the package
+  holds that table (``flagged``: the lookup or the data's checks;
+  ``lookup_flagged``: the lookup alone);
+- ``cosine``: cosine rows at d = 4 ... 256, the domain and kappa read,
+  the factor against the cosine law's own two-end ratio, and the data's
+  checks (the flag is the lookup in the package's table or those checks);
 - ``planted_key``: Gaussian rows with one fixed key at 2 ... 7 standard
   deviations, the domain read, the background's domain and the key found.
 """
@@ -67,7 +71,8 @@ def coverage_part(draws, seed):
     records = diagnose.coverage_battery(draws=draws, seed=seed)
     table = diagnose.reliability_table(records)
     for r in records:  # the flag the diagnostic gives once BATTERY_COVERAGE holds this table
-        r["flagged"] = bool(table[(r["read"], r["keys"])] < diagnose.RELIABLE_COVERAGE)
+        r["lookup_flagged"] = bool(table[(r["read"], r["keys"])] < diagnose.RELIABLE_COVERAGE)
+        r["flagged"] = bool(r["lookup_flagged"] or not r["checks"])
     return records, [[dom, keys, round(v, 2)] for (dom, keys), v in table.items()]
 
 
@@ -101,7 +106,12 @@ def cosine_part(draws, seed):
                         truth=truth,
                         gaussian=gauss,
                         covered=bool(lo <= truth <= hi),
+                        covered_sampling=bool(
+                            o.sampling_interval[0, 0] <= truth <= o.sampling_interval[1, 0]
+                        ),
+                        model_bias=float(o.model_bias[0]),
                         reliable=o.reliable,
+                        checks=o.checks,
                     )
                 )
     return out

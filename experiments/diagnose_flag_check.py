@@ -76,6 +76,7 @@ def main(argv):
         for j in range(DRAWS):
             out = at.diagnose_law(dist.rvs(size=(rows, keys), random_state=rng), [16.0 * keys], seed=j)
             lo, hi = out.factor_interval[:, 0]
+            lo_s, hi_s = out.sampling_interval[:, 0]
             records.append(
                 dict(
                     law=name,
@@ -92,6 +93,10 @@ def main(argv):
                     flagged=bool(not out.reliable),
                     depth_ratio=out.depth_ratio,
                     domain_agreement=out.domain_agreement,
+                    model_bias=float(out.model_bias[0]),
+                    low_sampling=float(lo_s),
+                    high_sampling=float(hi_s),
+                    covered_sampling=bool(lo_s <= truth <= hi_s),
                 )
             )
         print(name, rows, keys, f"{time.monotonic() - begin:.0f} s", flush=True)
