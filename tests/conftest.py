@@ -164,6 +164,10 @@ def _start_background(config, files):
     """Start the book build (then the PDF) and the reruns, for whichever of them ``files`` read."""
     started = config.stash.setdefault(STARTED, [])
     folder = _folder(config)
+    # the book build and the reruns execute the same chapters: the second to
+    # compile a JAX program reads it from the first (book/_ext/parallel_chapters.py)
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(folder / "jax-cache"))
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     texts = {path: Path(path).read_text() for path in files if path.endswith(".py") and Path(path).exists()}
     wants = {name: any(pattern.search(text) for text in texts.values()) for name, pattern in WANTS.items()}
     wants["book"] = wants["book"] and not os.environ.get("ATTNSCALE_BUILT_HTML")
