@@ -45,7 +45,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ..support import _validate
 from .exact import ScoreLaw, _resolve_law
@@ -543,6 +542,8 @@ def _planted_key(where, k, keys):
     rows = where.shape[0]
     counts = np.bincount(where[:, :k].ravel(), minlength=keys)
     j = int(np.argmax(counts))
+    from scipy import stats  # here: scipy.stats is slow to import, and only this and the interval need it
+
     tail = stats.binom.sf(counts[j] - 1, rows, k / keys)
     return j if tail < _KEY_LEVEL / keys else None
 
@@ -722,7 +723,7 @@ def _curved_factor(mean_spacing, model, xi, depth, L, k, lengths):
     u = _positions(L, k, None if model == "weibull" else xi)
     t = np.log(u) if model == "weibull" else u
     coef = np.polyfit(t, y, 2, w=np.sqrt(w))
-    to_t = np.log if model == "weibull" else (lambda v: v)  # noqa: E731
+    to_t = np.log if model == "weibull" else (lambda v: v)
     log_a = lambda v: np.polyval(coef, to_t(v))  # noqa: E731
     u_k = np.log(L / (k - 0.5))
 
@@ -736,6 +737,7 @@ def _curved_factor(mean_spacing, model, xi, depth, L, k, lengths):
             return np.maximum(np.exp(-log_a(top)), np.log(n / 2.0) / np.maximum(depth + climb, 1e-300))
 
     return critical(lengths) / critical(float(L))[0]
+
 
 def _law_name(model, slope):
     """The domain a fitted model reads, and its shape (beta for the Weibull-type model, else xi)."""
@@ -986,7 +988,13 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
         # how far the factor moves when the tail model may bend (the
         # Gaussian's slow convergence, a tail not yet in its model)
         curved = _curved_factor(
-            spacing.mean(axis=0), model, slope if model == "power" else None, float(depth.mean()), L_bg, k_bg, n
+            spacing.mean(axis=0),
+            model,
+            slope if model == "power" else None,
+            float(depth.mean()),
+            L_bg,
+            k_bg,
+            n,
         )
         with np.errstate(divide="ignore", invalid="ignore"):
             model_bias = np.abs(np.log(curved) - np.log(factor))
@@ -1313,6 +1321,8 @@ def _expanded_tails(level, rows):
     interval takes its quantiles at the level whose normal quantile is
     :math:`\sqrt{R/(R-1)}\,t_{R-1,(1+\text{level})/2}` (Hesterberg 2015).
     """
+    from scipy import stats  # here: as above
+
     z = np.sqrt(rows / (rows - 1.0)) * stats.t.ppf(0.5 + level / 2, rows - 1)
     upper = float(stats.norm.cdf(z))
     return [1.0 - upper, upper]
