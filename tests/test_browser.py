@@ -163,6 +163,7 @@ def _visit(browser, served, page):
             backgrounds.add((theme, tab.evaluate(SET_THEME, theme)))
             tab.evaluate(MARK_WIDE_FORMULAS)  # what the page's resize handler does, without its delay
             report[size, theme] = tab.evaluate(FIT_CHECK)
+            report["cues", size, theme] = tab.evaluate(SCROLL_CUES)
             if theme == "light":
                 report["figures", size] = tab.evaluate(FIGURE_SIZES)
             report["axe", size, theme] = tab.evaluate(AXE_RUN, AXE_RUNS[size, theme])
@@ -294,6 +295,92 @@ def test_page_fits(browser, served, page, size, theme):
         "though they fit their column (a scrollbar under each on desktops that show scrollbars):\n"
         + "\n".join(report["needlessScroll"][:10])
     )
+
+
+# ---------------------------------------------------------------------------
+# A box that scrolls sideways says so: a phone shows no scroll bar, and a wide
+# table or equation is cut mid-number at the screen's edge until scrolled.
+
+#: Every scroll box of the article (overflow-x auto or scroll) that the
+#: reader sees: whether its content is wider than it, and whether it shows
+#: the cue (a background image, the shaded edge of book/_static/reading.css).
+#: An element that overflows without being a scroll box is test_page_fits's
+#: business (it is either visible past its box or cut off).
+SCROLL_CUES = """
+() => {
+  const article = document.querySelector("article.bd-article");
+  const describe = (el) => {
+    const cls = [...el.classList].slice(0, 3).join(".");
+    const text = (el.textContent || "").trim().replace(/\\s+/g, " ").slice(0, 50);
+    return `<${el.tagName.toLowerCase()}${cls ? "." + cls : ""}> ${text}`;
+  };
+  const uncued = [], needless = [];
+  let cued = 0;
+  for (const el of article.querySelectorAll("*")) {
+    if (el.closest("mjx-assistive-mml, details:not([open]) > :not(summary)")) continue;
+    const style = getComputedStyle(el);
+    if (!["auto", "scroll"].includes(style.overflowX) || el.clientWidth === 0) continue;
+    const cue = style.backgroundImage.includes("gradient");
+    const scrolls = el.scrollWidth > el.clientWidth + 1;
+    if (scrolls && !cue) uncued.push(describe(el));
+    if (!scrolls && cue) needless.push(describe(el));
+    if (scrolls && cue) cued += 1;
+  }
+  return {uncued, needless, cued};
+}
+"""
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("size", list(WIDTHS))
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
+def test_sideways_scroll_has_a_cue(browser, served, page, size, theme):
+    """Every box wider than its content shows a shaded edge; no box that fits shows one."""
+    report = _visit(browser, served, page)["cues", size, theme]
+    assert report["uncued"] == [], (
+        f"{len(report['uncued'])} boxes on {page} ({size}, {theme}) scroll sideways with no cue:\n"
+        + "\n".join(report["uncued"][:10])
+    )
+    assert report["needless"] == [], (
+        f"{len(report['needless'])} boxes on {page} ({size}, {theme}) show the cue though they fit:\n"
+        + "\n".join(report["needless"][:10])
+    )
+
+
+#: The first results table's box on a page: its cue classes and its shaded edges, scrolled as asked.
+TABLE_CUE = """
+async (where) => {
+  const box = document.querySelector("article.bd-article .pst-scrollable-table-container");
+  box.scrollLeft = where === "end" ? box.scrollWidth : 0;
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const caption = box.querySelector("caption");
+  return {
+    classes: [...box.classList].filter((c) => c.startsWith("more-")).sort(),
+    edges: getComputedStyle(box).backgroundPosition,
+    note: caption ? getComputedStyle(caption, "::after").content : null,
+  };
+}
+"""
+
+
+def test_scroll_cue_follows_the_scroll(browser, served):
+    """On a phone, Table 12.1: shaded on the right at first, on the left once scrolled to its end."""
+    tab = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        tab.goto(f"{served}/book/retrieval.html", wait_until="load")
+        tab.evaluate("async () => { if (window.MathJax) { await MathJax.startup.promise; } }")
+        tab.evaluate("() => window.attnscaleMarkScrollBoxes()")
+        start, end = tab.evaluate(TABLE_CUE, "start"), tab.evaluate(TABLE_CUE, "end")
+        assert start["classes"] == ["more-right"] and start["edges"] == "100% 0%", start
+        assert end["classes"] == ["more-left"] and end["edges"] == "0% 0%", end
+        # in words too, as the calculator's table says it (book/recipes.md)
+        assert "scroll it sideways" in start["note"], start
+        tab.set_viewport_size({"width": 1400, "height": 900})
+        tab.evaluate("() => window.attnscaleMarkScrollBoxes()")
+        wide = tab.evaluate(TABLE_CUE, "start")
+        assert wide["classes"] == [] and wide["note"] in ("none", "normal"), wide
+    finally:
+        tab.close()
 
 
 # ---------------------------------------------------------------------------
