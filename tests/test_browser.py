@@ -806,6 +806,70 @@ def test_search_excerpts_are_the_articles_words(browser, served, query):
     assert bad == [], bad
 
 
+# ---------------------------------------------------------------------------
+# Search ranking: a chapter whose title holds the word comes first
+# (book/_static/search_scorer.js, Sphinx's html_search_scorer).
+
+SEARCH_RANKING = """
+async () => {
+  const deadline = Date.now() + 30000;
+  const done = () => (document.querySelector("#search-results .search-summary") || {}).textContent;
+  while (!done() && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return [...document.querySelectorAll("#search-results ul.search > li > a")].map((a) => a.getAttribute("href"));
+}
+"""
+
+#: A word of a chapter's title, and that chapter.  Before the scorer, every
+#: page with a section heading holding the word tied with the chapter, and
+#: ties went by title as a string ("19. Evidence..." before "7. Entropy..."):
+#: "entropy" put its chapter 7th, "jacobian" 3rd, "decoders" 4th; for
+#: "retrieval" and "cosine" an API object or an appendix came first.
+RANKED_FIRST = {
+    "entropy": "book/entropy-invariance.html",
+    "jacobian": "book/softmax-jacobian.html",
+    "decoders": "book/decoders.html",
+    "cosine": "book/cosine-scores.html",
+    "retrieval": "book/retrieval.html",
+}
+
+
+@pytest.mark.parametrize("query", list(RANKED_FIRST))
+def test_search_ranks_the_chapter_first(browser, served, query):
+    """The search page lists first the chapter whose title holds the searched word."""
+    tab = browser.new_page()
+    try:
+        tab.goto(f"{served}/search.html?q={query}", wait_until="load")
+        found = tab.evaluate(SEARCH_RANKING)
+    finally:
+        tab.close()
+    assert found and found[0] == RANKED_FIRST[query], f"{query!r}: {found[:8]}"
+
+
+def test_search_scorer_reaches_the_build(built_book):
+    """Sphinx put the scorer into language_data.js, whole (html_search_scorer in _config.yml)."""
+    _, html = built_book
+    scorer = (ROOT / "book" / "_static" / "search_scorer.js").read_text()
+    assert scorer.strip() in (html / "_static" / "language_data.js").read_text()
+
+
+def test_search_scorer_path_is_the_book_roots(tmp_path):
+    """A relative html_search_scorer is read from the book's root, wherever the build runs."""
+    from types import SimpleNamespace
+
+    from bookbuild import load_extension
+
+    hygiene = load_extension("page_hygiene")
+    config = SimpleNamespace(html_search_scorer="book/_static/search_scorer.js")
+    hygiene._search_scorer_path(SimpleNamespace(confdir=str(ROOT)), config)
+    assert Path(config.html_search_scorer) == ROOT / "book" / "_static" / "search_scorer.js"
+    assert Path(config.html_search_scorer).is_file()
+    config = SimpleNamespace(html_search_scorer="")  # none set: Sphinx's own ranking, untouched
+    hygiene._search_scorer_path(SimpleNamespace(confdir=str(tmp_path)), config)
+    assert config.html_search_scorer == ""
+
+
 def test_search_text_writes_tex_as_text(browser):
     """The excerpts' formulas: TeX as plain text, the article alone, without code."""
     tab = browser.new_page()
