@@ -870,6 +870,30 @@ def test_search_scorer_path_is_the_book_roots(tmp_path):
     assert config.html_search_scorer == ""
 
 
+def test_search_from_disk_keeps_the_console_clean(browser, built_book):
+    """Opened as a file (file://), the search page lists its results without excerpts, and no error.
+
+    The browser refuses a file page's fetch of another file, which is how
+    Sphinx cuts each result's excerpt; search_snippets.js turns the excerpts
+    off there, so that the console does not fill with one CORS error per result.
+    """
+    _, html = built_book
+    tab = browser.new_page()
+    problems = []
+    tab.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    tab.on("requestfailed", lambda request: problems.append(f"request failed: {request.url}"))
+    try:
+        tab.goto((html / "search.html").resolve().as_uri() + "?q=entropy", wait_until="load")
+        found = tab.evaluate(SEARCH_RANKING)
+        tab.wait_for_timeout(500)  # a fetch, had one started, fails within this
+        excerpts = tab.locator("#search-results p.context").count()
+    finally:
+        tab.close()
+    assert problems == [], f"{len(problems)} problems: {problems[:4]}"
+    assert len(found) >= 5 and excerpts == 0, (found[:8], excerpts)
+
+
 def test_search_text_writes_tex_as_text(browser):
     """The excerpts' formulas: TeX as plain text, the article alone, without code."""
     tab = browser.new_page()
