@@ -817,7 +817,8 @@ async () => {
   while (!done() && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 100));
   }
-  return [...document.querySelectorAll("#search-results ul.search > li > a")].map((a) => a.getAttribute("href"));
+  const links = document.querySelectorAll("#search-results ul.search > li > a");
+  return [...links].map((a) => a.getAttribute("href"));
 }
 """
 
