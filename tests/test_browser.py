@@ -383,6 +383,33 @@ def test_scroll_cue_follows_the_scroll(browser, served):
         tab.close()
 
 
+CALCULATOR_CUE = """
+() => {
+  const out = document.querySelector("#attnscale-calculator .calc-output");
+  const caption = out.querySelector("caption");
+  const hints = [...document.querySelectorAll("#attnscale-calculator .calc-scroll-hint")];
+  const captionNote = getComputedStyle(caption, "::after").content.includes("scroll it sideways");
+  return {
+    shaded: out.classList.contains("more-right")
+      && getComputedStyle(out).backgroundImage.includes("gradient"),
+    notes: hints.filter((h) => !h.hidden).length + (captionNote ? 1 : 0),
+  };
+}
+"""
+
+
+def test_calculator_table_has_the_shade_and_one_note(browser, served):
+    """On a phone the calculator's table is shaded as every wide box is, and says so once (its own note)."""
+    tab = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        tab.goto(f"{served}/book/recipes.html", wait_until="load")
+        tab.evaluate("() => window.attnscaleMarkScrollBoxes()")
+        found = tab.evaluate(CALCULATOR_CUE)
+    finally:
+        tab.close()
+    assert found == {"shaded": True, "notes": 1}, found
+
+
 # ---------------------------------------------------------------------------
 # Code folded: with folded cells closed, code is at most a quarter of a chapter.
 
