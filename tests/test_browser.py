@@ -373,8 +373,11 @@ def test_scroll_cue_follows_the_scroll(browser, served):
         start, end = tab.evaluate(TABLE_CUE, "start"), tab.evaluate(TABLE_CUE, "end")
         assert start["classes"] == ["more-right"] and start["edges"] == "100% 0%", start
         assert end["classes"] == ["more-left"] and end["edges"] == "0% 0%", end
-        # in words too, as the calculator's table says it (book/recipes.md)
+        # in words too, as the calculator's table says it (book/recipes.md); on screen only: the
+        # table's name, which assistive technology reads, is its caption alone
         assert "scroll it sideways" in start["note"], start
+        assert tab.get_by_role("table", name=re.compile("Recall accuracy at the training")).count() == 1
+        assert tab.get_by_role("table", name=re.compile("scroll it sideways")).count() == 0
         tab.set_viewport_size({"width": 1400, "height": 900})
         tab.evaluate("() => window.attnscaleMarkScrollBoxes()")
         wide = tab.evaluate(TABLE_CUE, "start")
