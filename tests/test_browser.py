@@ -163,6 +163,7 @@ def _visit(browser, served, page):
             backgrounds.add((theme, tab.evaluate(SET_THEME, theme)))
             tab.evaluate(MARK_WIDE_FORMULAS)  # what the page's resize handler does, without its delay
             report[size, theme] = tab.evaluate(FIT_CHECK)
+            report["cues", size, theme] = tab.evaluate(SCROLL_CUES)
             if theme == "light":
                 report["figures", size] = tab.evaluate(FIGURE_SIZES)
             report["axe", size, theme] = tab.evaluate(AXE_RUN, AXE_RUNS[size, theme])
@@ -294,6 +295,122 @@ def test_page_fits(browser, served, page, size, theme):
         "though they fit their column (a scrollbar under each on desktops that show scrollbars):\n"
         + "\n".join(report["needlessScroll"][:10])
     )
+
+
+# ---------------------------------------------------------------------------
+# A box that scrolls sideways says so: a phone shows no scroll bar, and a wide
+# table or equation is cut mid-number at the screen's edge until scrolled.
+
+#: Every scroll box of the article (overflow-x auto or scroll) that the
+#: reader sees: whether its content is wider than it, and whether it shows
+#: the cue (a background image, the shaded edge of book/_static/reading.css).
+#: An element that overflows without being a scroll box is test_page_fits's
+#: business (it is either visible past its box or cut off).
+SCROLL_CUES = """
+() => {
+  const article = document.querySelector("article.bd-article");
+  const describe = (el) => {
+    const cls = [...el.classList].slice(0, 3).join(".");
+    const text = (el.textContent || "").trim().replace(/\\s+/g, " ").slice(0, 50);
+    return `<${el.tagName.toLowerCase()}${cls ? "." + cls : ""}> ${text}`;
+  };
+  const uncued = [], needless = [];
+  let cued = 0;
+  for (const el of article.querySelectorAll("*")) {
+    if (el.closest("mjx-assistive-mml, details:not([open]) > :not(summary)")) continue;
+    const style = getComputedStyle(el);
+    if (!["auto", "scroll"].includes(style.overflowX) || el.clientWidth === 0) continue;
+    const cue = style.backgroundImage.includes("gradient");
+    const scrolls = el.scrollWidth > el.clientWidth + 1;
+    if (scrolls && !cue) uncued.push(describe(el));
+    if (!scrolls && cue) needless.push(describe(el));
+    if (scrolls && cue) cued += 1;
+  }
+  return {uncued, needless, cued};
+}
+"""
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("size", list(WIDTHS))
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: Path(p).name)
+def test_sideways_scroll_has_a_cue(browser, served, page, size, theme):
+    """Every box wider than its content shows a shaded edge; no box that fits shows one."""
+    report = _visit(browser, served, page)["cues", size, theme]
+    assert report["uncued"] == [], (
+        f"{len(report['uncued'])} boxes on {page} ({size}, {theme}) scroll sideways with no cue:\n"
+        + "\n".join(report["uncued"][:10])
+    )
+    assert report["needless"] == [], (
+        f"{len(report['needless'])} boxes on {page} ({size}, {theme}) show the cue though they fit:\n"
+        + "\n".join(report["needless"][:10])
+    )
+
+
+#: The first results table's box on a page: its cue classes and its shaded edges, scrolled as asked.
+TABLE_CUE = """
+async (where) => {
+  const box = document.querySelector("article.bd-article .pst-scrollable-table-container");
+  box.scrollLeft = where === "end" ? box.scrollWidth : 0;
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const caption = box.querySelector("caption");
+  return {
+    classes: [...box.classList].filter((c) => c.startsWith("more-")).sort(),
+    edges: getComputedStyle(box).backgroundPosition,
+    note: caption ? getComputedStyle(caption, "::after").content : null,
+  };
+}
+"""
+
+
+def test_scroll_cue_follows_the_scroll(browser, served):
+    """On a phone, Table 12.1: shaded on the right at first, on the left once scrolled to its end."""
+    tab = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        tab.goto(f"{served}/book/retrieval.html", wait_until="load")
+        tab.evaluate("async () => { if (window.MathJax) { await MathJax.startup.promise; } }")
+        tab.evaluate("() => window.attnscaleMarkScrollBoxes()")
+        start, end = tab.evaluate(TABLE_CUE, "start"), tab.evaluate(TABLE_CUE, "end")
+        assert start["classes"] == ["more-right"] and start["edges"] == "100% 0%", start
+        assert end["classes"] == ["more-left"] and end["edges"] == "0% 0%", end
+        # in words too, as the calculator's table says it (book/recipes.md); on screen only: the
+        # table's name, which assistive technology reads, is its caption alone
+        assert "scroll it sideways" in start["note"], start
+        assert tab.get_by_role("table", name=re.compile("Recall accuracy at the training")).count() == 1
+        assert tab.get_by_role("table", name=re.compile("scroll it sideways")).count() == 0
+        tab.set_viewport_size({"width": 1400, "height": 900})
+        tab.evaluate("() => window.attnscaleMarkScrollBoxes()")
+        wide = tab.evaluate(TABLE_CUE, "start")
+        assert wide["classes"] == [] and wide["note"] in ("none", "normal"), wide
+    finally:
+        tab.close()
+
+
+CALCULATOR_CUE = """
+() => {
+  const out = document.querySelector("#attnscale-calculator .calc-output");
+  const caption = out.querySelector("caption");
+  const hints = [...document.querySelectorAll("#attnscale-calculator .calc-scroll-hint")];
+  const captionNote = getComputedStyle(caption, "::after").content.includes("scroll it sideways");
+  return {
+    shaded: out.classList.contains("more-right")
+      && getComputedStyle(out).backgroundImage.includes("gradient"),
+    notes: hints.filter((h) => !h.hidden).length + (captionNote ? 1 : 0),
+  };
+}
+"""
+
+
+def test_calculator_table_has_the_shade_and_one_note(browser, served):
+    """On a phone the calculator's table is shaded as every wide box is, and says so once (its own note)."""
+    tab = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        tab.goto(f"{served}/book/recipes.html", wait_until="load")
+        tab.evaluate("() => window.attnscaleMarkScrollBoxes()")
+        found = tab.evaluate(CALCULATOR_CUE)
+    finally:
+        tab.close()
+    assert found == {"shaded": True, "notes": 1}, found
 
 
 # ---------------------------------------------------------------------------
@@ -717,6 +834,95 @@ def test_search_excerpts_are_the_articles_words(browser, served, query):
         )
     ]
     assert bad == [], bad
+
+
+# ---------------------------------------------------------------------------
+# Search ranking: a chapter whose title holds the word comes first
+# (book/_static/search_scorer.js, Sphinx's html_search_scorer).
+
+SEARCH_RANKING = """
+async () => {
+  const deadline = Date.now() + 30000;
+  const done = () => (document.querySelector("#search-results .search-summary") || {}).textContent;
+  while (!done() && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const links = document.querySelectorAll("#search-results ul.search > li > a");
+  return [...links].map((a) => a.getAttribute("href"));
+}
+"""
+
+#: A word of a chapter's title, and that chapter.  Before the scorer, every
+#: page with a section heading holding the word tied with the chapter, and
+#: ties went by title as a string ("19. Evidence..." before "7. Entropy..."):
+#: "entropy" put its chapter 7th, "jacobian" 3rd, "decoders" 4th; for
+#: "retrieval" and "cosine" an API object or an appendix came first.
+RANKED_FIRST = {
+    "entropy": "book/entropy-invariance.html",
+    "jacobian": "book/softmax-jacobian.html",
+    "decoders": "book/decoders.html",
+    "cosine": "book/cosine-scores.html",
+    "retrieval": "book/retrieval.html",
+}
+
+
+@pytest.mark.parametrize("query", list(RANKED_FIRST))
+def test_search_ranks_the_chapter_first(browser, served, query):
+    """The search page lists first the chapter whose title holds the searched word."""
+    tab = browser.new_page()
+    try:
+        tab.goto(f"{served}/search.html?q={query}", wait_until="load")
+        found = tab.evaluate(SEARCH_RANKING)
+    finally:
+        tab.close()
+    assert found and found[0] == RANKED_FIRST[query], f"{query!r}: {found[:8]}"
+
+
+def test_search_scorer_reaches_the_build(built_book):
+    """Sphinx put the scorer into language_data.js, whole (html_search_scorer in _config.yml)."""
+    _, html = built_book
+    scorer = (ROOT / "book" / "_static" / "search_scorer.js").read_text()
+    assert scorer.strip() in (html / "_static" / "language_data.js").read_text()
+
+
+def test_search_scorer_path_is_the_book_roots(tmp_path):
+    """A relative html_search_scorer is read from the book's root, wherever the build runs."""
+    from types import SimpleNamespace
+
+    from bookbuild import load_extension
+
+    hygiene = load_extension("page_hygiene")
+    config = SimpleNamespace(html_search_scorer="book/_static/search_scorer.js")
+    hygiene._search_scorer_path(SimpleNamespace(confdir=str(ROOT)), config)
+    assert Path(config.html_search_scorer) == ROOT / "book" / "_static" / "search_scorer.js"
+    assert Path(config.html_search_scorer).is_file()
+    config = SimpleNamespace(html_search_scorer="")  # none set: Sphinx's own ranking, untouched
+    hygiene._search_scorer_path(SimpleNamespace(confdir=str(tmp_path)), config)
+    assert config.html_search_scorer == ""
+
+
+def test_search_from_disk_keeps_the_console_clean(browser, built_book):
+    """Opened as a file (file://), the search page lists its results without excerpts, and no error.
+
+    The browser refuses a file page's fetch of another file, which is how
+    Sphinx cuts each result's excerpt; search_snippets.js turns the excerpts
+    off there, so that the console does not fill with one CORS error per result.
+    """
+    _, html = built_book
+    tab = browser.new_page()
+    problems = []
+    tab.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    tab.on("requestfailed", lambda request: problems.append(f"request failed: {request.url}"))
+    try:
+        tab.goto((html / "search.html").resolve().as_uri() + "?q=entropy", wait_until="load")
+        found = tab.evaluate(SEARCH_RANKING)
+        tab.wait_for_timeout(500)  # a fetch, had one started, fails within this
+        excerpts = tab.locator("#search-results p.context").count()
+    finally:
+        tab.close()
+    assert problems == [], f"{len(problems)} problems: {problems[:4]}"
+    assert len(found) >= 5 and excerpts == 0, (found[:8], excerpts)
 
 
 def test_search_text_writes_tex_as_text(browser):

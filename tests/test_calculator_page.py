@@ -1709,6 +1709,63 @@ def test_the_form_on_a_phone(form_tab):
         assert serious == [], (theme, serious)
 
 
+#: The field ``id``: its aria-invalid, its border (colour, width) and the
+#: border's WCAG contrast ratio against the page.
+FIELD_STATE = """
+(id) => {
+  const rgb = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = (c) => {
+    const linear = (v) => (v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    const [r, g, b] = rgb(c).map((v) => linear(v / 255));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => (Math.max(lum(a), lum(b)) + 0.05) / (Math.min(lum(a), lum(b)) + 0.05);
+  const field = document.getElementById(id);
+  const style = getComputedStyle(field);
+  return {
+    invalid: field.getAttribute("aria-invalid"),
+    border: style.borderTopColor,
+    width: parseFloat(style.borderTopWidth),
+    height: field.getBoundingClientRect().height,
+    contrast: +ratio(style.borderTopColor, getComputedStyle(document.body).backgroundColor).toFixed(2),
+    danger: getComputedStyle(document.documentElement).getPropertyValue("--pst-color-danger").trim(),
+  };
+}
+"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_field_in_error_turns_red_and_is_announced(browser, served_book, theme):
+    """On the book's page: one bad value, then its fix; the field's state, border and the status said.
+
+    A bad value marks the field aria-invalid and gives it a border in the
+    theme's danger colour, at least 3:1 against the page; the one polite
+    status (the only live region: typing "1e" on the way to "1e4" must not
+    interrupt) says the message once typing pauses.  The fix undoes all of it.
+    """
+    tab = browser.new_page(viewport={"width": 390, "height": 800})
+    try:
+        tab.goto(f"{served_book}/book/recipes.html", wait_until="load")
+        tab.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        tab.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
+        good = tab.evaluate(FIELD_STATE, "calc-n")
+        heard = tab.evaluate(TYPE_AND_LISTEN, ["calc-n", ["1"]])
+        bad = tab.evaluate(FIELD_STATE, "calc-n")
+        message = tab.locator("#attnscale-calculator .calc-message").inner_text()
+        assert "at least two keys" in message and heard["paused"] == message, (heard, message)
+        assert bad["invalid"] == "true" and bad["width"] >= 2, bad
+        # the danger colour, not the border of a field in order, and visible against the page
+        assert bad["border"] != good["border"] and bad["contrast"] >= 3.0, (good, bad)
+        assert bad["height"] == good["height"], (good, bad)  # the form below does not move
+        heard = tab.evaluate(TYPE_AND_LISTEN, ["calc-n", ["1000"]])
+        fixed = tab.evaluate(FIELD_STATE, "calc-n")
+        assert fixed == good, (good, fixed)
+        assert heard["paused"].endswith("rows updated"), heard
+        print(f"\nfield in error, {theme}: {bad}")
+    finally:
+        tab.close()
+
+
 def test_notebook_download_drops_the_form_and_keeps_the_sentence():
     """In the .ipynb download the form (html only) is left out; the PDF's sentence stays."""
     module = load_extension("notebook_downloads")

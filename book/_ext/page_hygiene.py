@@ -12,6 +12,10 @@
 * ``nitpick_ignore`` arrives from ``_config.yml`` as YAML lists, but Sphinx
   looks up ``(type, target)`` tuples, so no entry would ever match; the
   entries become tuples.
+* ``html_search_scorer`` is documented as relative to the configuration
+  directory, but Sphinx 7.4 opens it as given, relative to the directory the
+  build runs in (sphinx/search/__init__.py, IndexBuilder); a build started
+  elsewhere would not find it.  A relative path becomes the book root's.
 """
 
 from __future__ import annotations
@@ -45,8 +49,15 @@ def _nitpick_tuples(app, config):
     config.nitpick_ignore = [tuple(entry) for entry in config.nitpick_ignore]
 
 
+def _search_scorer_path(app, config):
+    scorer = config.html_search_scorer
+    if scorer and not Path(scorer).is_absolute():
+        config.html_search_scorer = str(Path(app.confdir, scorer))
+
+
 def setup(app):
     app.connect("config-inited", _nitpick_tuples)
+    app.connect("config-inited", _search_scorer_path)
     app.connect("build-finished", _bibliography_roles)
     # early: html-page-context stops at the first handler that returns a value
     app.connect("html-page-context", _dedupe_inline_scripts, priority=50)

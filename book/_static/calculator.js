@@ -2037,6 +2037,8 @@
     const out = form.querySelector(".calc-output");
     const hint = form.querySelector(".calc-scroll-hint");
     if (hint) hint.hidden = out.scrollWidth <= out.clientWidth + 1; // +1: subpixel widths
+    // and its edges shaded where it hides columns, as every box that scrolls sideways (reading.js)
+    if (window.attnscaleMarkScrollSides) window.attnscaleMarkScrollSides(out);
   }
 
   // Screen readers: the table is redrawn on every keystroke, and intermediate

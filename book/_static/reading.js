@@ -7,6 +7,10 @@
  * 3. On the page with the calculator, a second skip link ("Skip to the
  *    calculator") follows the theme's "Skip to main content": the
  *    calculator's first field is two Tabs and an Enter from the page top.
+ * 4. A box that scrolls sideways (a wide table, a display equation, code)
+ *    says so: it is marked "scrolls-sideways" while its content is wider
+ *    than it, with "more-left" and "more-right" for the sides that hide
+ *    content, and reading.css shades those edges (phones hide scroll bars).
  */
 (function () {
   "use strict";
@@ -39,6 +43,48 @@
         box.removeAttribute("tabindex");
       }
     });
+    markScrollBoxes();
+  }
+
+  // Every box of the article that may scroll sideways (reading.css makes
+  // them scroll boxes; the theme wraps each table in its own container).
+  var SCROLL_BOXES = [
+    ".pst-scrollable-table-container",
+    "div.math",
+    "mjx-container[display='true']",
+    "span.math.math-wide",
+    "pre",
+    "div.output",
+    "div.cell_output .output",
+    "div.proof",
+    "div.admonition",
+    ".calc-output",
+    ".output table",
+  ].map(function (s) { return ".bd-article " + s; }).join(", ");
+
+  // The sides of a scroll box that hide content, as classes; +1: subpixel widths.
+  function markScrollSides(box) {
+    var hidden = box.scrollWidth - box.clientWidth;
+    var style = getComputedStyle(box).overflowX;
+    var scrolls = hidden > 1 && (style === "auto" || style === "scroll");
+    var left = Math.abs(box.scrollLeft); // negative in a right-to-left box
+    box.classList.toggle("scrolls-sideways", scrolls);
+    box.classList.toggle("more-left", scrolls && left > 1);
+    box.classList.toggle("more-right", scrolls && left < hidden - 1);
+  }
+
+  function onScrollBoxScroll(event) {
+    markScrollSides(event.currentTarget);
+  }
+
+  function markScrollBoxes() {
+    document.querySelectorAll(SCROLL_BOXES).forEach(function (box) {
+      markScrollSides(box);
+      if (!box.dataset.scrollCue) {
+        box.dataset.scrollCue = "1";
+        box.addEventListener("scroll", onScrollBoxScroll, { passive: true });
+      }
+    });
   }
 
   function afterTypesetting(callback) {
@@ -49,8 +95,11 @@
     }
   }
 
-  // The browser test calls it right after changing the viewport (tests/test_browser.py).
+  // The browser test calls it right after changing the viewport (tests/test_browser.py);
+  // it marks the boxes that scroll sideways too.
   window.attnscaleMarkWideFormulas = markWideFormulas;
+  window.attnscaleMarkScrollBoxes = markScrollBoxes;
+  window.attnscaleMarkScrollSides = markScrollSides; // the calculator's table, redrawn as the reader types
 
   var pending = null;
   window.addEventListener("resize", function () {
@@ -71,6 +120,8 @@
   document.addEventListener("DOMContentLoaded", function () {
     addCalculatorSkipLink();
     afterTypesetting(markWideFormulas);
+    // web fonts and images change widths after the first layout
+    window.addEventListener("load", function () { afterTypesetting(markScrollBoxes); });
     document.querySelectorAll(".theme-switch-button").forEach(function (button) {
       button.addEventListener("click", function () {
         setTimeout(function () { button.focus({ preventScroll: true }); }, 0);

@@ -9,8 +9,17 @@
 // from the article alone, without code, toggles or hidden copies, and each
 // formula is written as plain text (α, √d, log n).  Every page loads this
 // file; it acts only where Sphinx's Search is defined (the search page).
+//
+// A book opened from disk (file://): the browser refuses the fetch of each
+// result's page that an excerpt is cut from (a CORS error in the console for
+// every result), so there the results are listed without excerpts.
 (() => {
   "use strict";
+
+  // Read by searchtools.js for each result as it is listed, after this file has run.
+  if (window.location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
+    DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
+  }
 
   // What a reader of an excerpt does not want: code, its toggles, the
   // heading's "#" link, copy buttons, scripts and styles.
