@@ -50,6 +50,11 @@ from bookbuild import CHROMIUM_ARGS, build_pdf, copy_book, missing_pdf_tools, no
 # its kernels (book/_ext/parallel_chapters.py).
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
+# ... and keeps the memory it frees, as the build's kernels do (MALLOC_REUSE
+# in book/_ext/parallel_chapters.py: a tenth of the chapters' CPU time went
+# to zeroing fresh pages).  The allocator reads them when a process starts.
+for _variable, _value in (("MALLOC_MMAP_THRESHOLD_", str(2**32)), ("MALLOC_TRIM_THRESHOLD_", str(2**32))):
+    os.environ.setdefault(_variable, _value)
 
 RERUN_SCRIPT = Path(__file__).with_name("rerun_chapters.py")
 #: The background processes this process started (only the scheduling process starts any).

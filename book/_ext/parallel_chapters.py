@@ -170,6 +170,13 @@ def _over_ipc(single_nb_execution):
     return wrapped
 
 
+#: glibc's allocator: keep freed memory in the process instead of returning
+#: it to the system.  The chapters allocate and free arrays of tens of MB;
+#: by default each one is a fresh mapping whose every page the kernel zeroes
+#: on first touch (evidence-residual: 477k page faults, 0.9 s of system time;
+#: with these, 55k and 0.2 s).  Only speed changes; other C libraries ignore them.
+MALLOC_REUSE = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": str(2**32)}
+
 #: JAX's persistent compilation cache, under the build's output folder.
 JAX_CACHE = ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
 
@@ -191,6 +198,8 @@ def _share_compiled_jax(app) -> None:
 def _configure(app, config):
     app.parallel = build_jobs()
     _share_compiled_jax(app)
+    for variable, value in MALLOC_REUSE.items():  # the kernels inherit them (a user's own kept)
+        os.environ.setdefault(variable, value)
     if not getattr(myst_nb_direct.single_nb_execution, "starts_ipc_kernels", False):
         myst_nb_direct.single_nb_execution = _over_ipc(myst_nb_direct.single_nb_execution)
     for name in UNDECLARED_BUT_SAFE:
