@@ -4,8 +4,10 @@ The fault builds use the book's own ``_config.yml`` on a small probe chapter
 (``tests/fixtures/probe.md``) instead of the whole book, so that each costs
 seconds; what they test is the configuration, which is the same.  Four
 builds test it: the probe clean, then again after a change to the code it
-imports; one with every fault a cell raises; one with every fault the
-build reports as a warning or an error, each on a page of its own.
+imports; one with every fault that makes a cell raise, each on a page of
+its own; one with every fault the build reports as a warning or an error,
+each with a cause of its own.  A fault build's root is a plain page, so
+that it runs a kernel only for its faulty pages.
 """
 
 from __future__ import annotations
@@ -130,8 +132,9 @@ CELL_FAULTS = {
 #: warning's cause).  ``--keep-going`` reports every warning and ``-W`` makes
 #: any one fail the build, so one build tests them all: a copy of the probe
 #: holding every one of them, each of which must be named in a warning line of
-#: that page, a copy without its notebook header, and a copy whose cell
-#: writes to stderr (MyST-NB logs that as an error, which ``-W`` counts too).
+#: that page (with a cell that writes a Python warning to stderr, which
+#: MyST-NB logs as an error, counted by ``-W`` too), and a copy without its
+#: notebook header.
 WARNING_FAULTS = {
     "broken reference": ("\nSee {ref}`no-such-label`.\n", "no-such-label"),
     "broken equation reference": ("\nSee {eq}`eq-no-such`.\n", "eq-no-such"),
@@ -177,9 +180,13 @@ def _relabelled(text: str, page: str) -> str:
     return text
 
 
+#: The root page of a fault build: a plain page, so that the build runs a kernel only for the faulty pages.
+PLAIN_ROOT = "# Probe book\n\nA plain page; the faults are on the pages after it.\n"
+
+
 def _build_with_pages(tmp_path: Path, texts: dict[str, str]) -> tuple[int, str]:
-    """One build of the clean probe beside the pages ``texts`` (page name: its text, relabelled)."""
-    source, toc = _probe_book(tmp_path, PROBE)
+    """One build of a plain root page beside the pages ``texts`` (page name: its text, relabelled)."""
+    source, toc = _probe_book(tmp_path, PLAIN_ROOT)
     for page, text in texts.items():
         assert text != PROBE
         (source / "book" / f"{page}.md").write_text(_relabelled(text, page))
@@ -203,7 +210,7 @@ def _failure_reports(log: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def cell_faults_build(tmp_path_factory):
-    """One build of the probe beside a copy of it for each fault of :data:`CELL_FAULTS`."""
+    """One build with a copy of the probe for each fault of :data:`CELL_FAULTS`."""
     texts = {page: _add_cell(cell) for page, cell, _ in CELL_FAULTS.values()}
     return _build_with_pages(tmp_path_factory.mktemp("cell-faults"), texts)
 
@@ -227,28 +234,31 @@ def test_cell_fault_fails_build(cell_faults_build, fault):
 
 
 def test_cell_faults_build_reads_every_chapter(cell_faults_build):
-    """Every faulty page failed on its own (one report each), and no clean page failed."""
+    """Every faulty page failed on its own (one report each), and nothing else failed."""
     _, log = cell_faults_build
     assert sorted(_failure_reports(log)) == sorted(f"{page}.md" for page, _, _ in CELL_FAULTS.values())
 
 
+#: A cell that writes a Python warning to stderr, and the cause MyST-NB's error names.
+PYTHON_WARNING = ("import warnings\nwarnings.warn('injected warning')", "stderr was found")
+
+
 @pytest.fixture(scope="module")
 def warning_faults_build(tmp_path_factory):
-    """One build of the probe beside the faulty copies of :data:`FAULT_PAGES`."""
+    """One build with the faulty copies of the probe of :data:`FAULT_PAGES`."""
     texts = {
-        "faults": PROBE + "".join(added for added, _ in WARNING_FAULTS.values()),
+        "faults": _add_cell(PYTHON_WARNING[0]) + "".join(added for added, _ in WARNING_FAULTS.values()),
         "headless": JUPYTEXT_HEADER.sub("", PROBE),
-        "stderr": _add_cell("import warnings\nwarnings.warn('injected warning')"),
     }
     return _build_with_pages(tmp_path_factory.mktemp("warning-faults"), texts)
 
 
-#: The pages of the warning-fault build (fault: page, cause): every warning fault on one page, the
-#: header removed on another, a Python warning on the third.
+#: The pages of the warning-fault build (fault: page, cause): every warning fault and a Python
+#: warning on one page, each with a cause of its own; the header removed on the other.
 FAULT_PAGES = {
     **{fault: ("faults", cause) for fault, (_, cause) in WARNING_FAULTS.items()},
+    "python warning": ("faults", PYTHON_WARNING[1]),
     "header removed": ("headless", "code-cell"),
-    "python warning": ("stderr", "stderr was found"),
 }
 
 
