@@ -114,9 +114,9 @@ ROUNDED = 2e-5
 #: Random settings of the whole-table comparison: the grid's 200 hold every kind of row (the
 #: counts are printed and bounded below); 400 doubled its minute without finding a disagreement
 #: the 200 had not.  ``benchmarks/calculator_grid.py`` runs all 200; the test, a sample: the first
-#: 40, which take every branch of :func:`compare_tables` the 200 take (:data:`TABLE_BRANCHES`).
+#: 30, which take every branch of :func:`compare_tables` the 200 take (:data:`TABLE_BRANCHES`).
 SETTINGS = 200
-TABLE_SAMPLE = range(40)
+TABLE_SAMPLE = range(30)
 #: The branches the grid's 200 settings take (benchmarks/calculator_grid.py lists them with their
 #: counts, and fails if the sample misses one): among random settings no row goes to the CLI and no
 #: printed number sits at a rounding boundary; the tests of the cut and of NEAR_BOUNDARIES take those.
@@ -583,7 +583,7 @@ CAUSAL_COSINE_CORNERS = [
 #: Random (n, d) of the causal cosine row's whole grid (``benchmarks/calculator_grid.py``), and of
 #: the test's sample: each pair costs the package's search and the page's (about 0.1 s together),
 #: and the grid's 200 took a fifth of this file's time.  The tolerances were measured on 2,400.
-CAUSAL_COSINE_RANDOM, CAUSAL_COSINE_SAMPLE = 200, 20
+CAUSAL_COSINE_RANDOM, CAUSAL_COSINE_SAMPLE = 200, 10
 
 
 def causal_cosine_pairs(count: int) -> list[list[float]]:
@@ -829,8 +829,8 @@ def test_cosine_expectations_match_the_package(calculator):
 
 
 #: Random (alpha, n, d) of the cosine expectations' whole grid (``benchmarks/calculator_grid.py``)
-#: and of the test's sample: its first 60 hold every listed d (every other point), n = 2 and 1e9.
-COSINE_EXPECTATION_POINTS, COSINE_EXPECTATION_SAMPLE = 240, 60
+#: and of the test's sample: its first 40 hold every listed d (every other point), n = 2 and 1e9.
+COSINE_EXPECTATION_POINTS, COSINE_EXPECTATION_SAMPLE = 240, 40
 
 
 def compare_cosine_expectations(calculator, count: int) -> tuple[float, float, float]:
@@ -1067,8 +1067,8 @@ def test_cosine_solve_matches_the_package(calculator):
 
 
 #: Targets of the cosine solve's whole grid (``benchmarks/calculator_grid.py``), and of the test's
-#: sample: the six at the expansion's edge and eight more.
-COSINE_SOLVE_TARGETS, COSINE_SOLVE_SAMPLE = 40, 14
+#: sample: the six at the expansion's edge and four more.
+COSINE_SOLVE_TARGETS, COSINE_SOLVE_SAMPLE = 40, 10
 
 
 def compare_cosine_solve(calculator, count: int) -> dict:
@@ -1131,7 +1131,7 @@ def test_cosine_rows_across_the_domain(calculator):
 
 #: Settings of the cosine rows' whole grid (``benchmarks/calculator_grid.py``) and of the test's
 #: sample (L = 1e9 at the first and the tenth, a measured entropy at every other).
-COSINE_ROW_SETTINGS, COSINE_ROW_SAMPLE = 48, 16
+COSINE_ROW_SETTINGS, COSINE_ROW_SAMPLE = 48, 10
 
 
 def compare_cosine_rows(calculator, count: int) -> dict:
