@@ -114,6 +114,26 @@ def start_build(source: Path, output: Path, *, toc: Path | None = None) -> Build
     return Build(command, source, output / "build.log")
 
 
+def calculator_probe_source(root: Path) -> Path:
+    """A book of the recipes page's calculator section alone, in ``root`` (no code cells).
+
+    The book's configuration, extensions, static files and templates, and a
+    table of contents of one page: the section between the labels
+    ``sec-calculator-page`` and ``sec-apply-factor`` of ``book/recipes.md``.
+    Its build writes the calculator's table (``book/_ext/calculator_table.py``).
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "_config.yml", root)
+    for name in ("_ext", "_static", "_templates"):
+        shutil.copytree(ROOT / "book" / name, root / "book" / name)
+    shutil.copy(ROOT / "book" / "references.bib", root / "book")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/probe\n")
+    text = (ROOT / "book" / "recipes.md").read_text()
+    start, end = text.index("(sec-calculator-page)="), text.index("(sec-apply-factor)=")
+    (root / "book" / "probe.md").write_text("# Probe\n\n" + text[start:end])
+    return root
+
+
 def jupyter_book_executable() -> str:
     """The ``jupyter-book`` script of the running interpreter's environment."""
     beside = Path(sys.executable).with_name("jupyter-book")

@@ -6,7 +6,11 @@ that both cores stay busy:
 * the book build (``built_book``), which itself executes the chapters in
   parallel (``book/_ext/parallel_chapters.py``);
 * the reruns of every chapter as a reader reruns them (``tests/test_rerun.py``);
-* the PDF build, as soon as the HTML build has finished (``tests/test_pdf.py``).
+* the PDF build, as soon as the HTML build has finished (``tests/test_pdf.py``);
+* the build of the calculator's probe book (``tests/test_calculator_page.py``):
+  its page's form, and the calculator's table that the build computes (some
+  8 s of one core, 20-40 s on a busy host), which every test of that file
+  reads; started here, it is built once for both workers, beside the rest.
 
 Meanwhile the tests that need none of it run first, on two workers
 (pytest-xdist, ``-n 2`` in ``pyproject.toml``): the package's unit and
@@ -17,8 +21,9 @@ The background work is started once per session, by the process that
 schedules the tests (xdist's controller, or the one pytest process with
 ``-n 0``), and reports through files in one folder that every worker
 reads: ``book.json`` when the HTML build has ended, ``pdf.json`` when the
-PDF build has, and in ``reruns/`` one executed notebook (or ``.error``) per
-chapter and ``exit`` when the reruns have ended.
+PDF build has, ``calculator.json`` when the calculator's probe book has, and
+in ``reruns/`` one executed notebook (or ``.error``) per chapter and ``exit``
+when the reruns have ended.
 """
 
 from __future__ import annotations
@@ -38,7 +43,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from bookbuild import CHROMIUM_ARGS, build_pdf, copy_book, missing_pdf_tools, notebook_chapters, start_build
+from bookbuild import (
+    CHROMIUM_ARGS,
+    build_pdf,
+    calculator_probe_source,
+    copy_book,
+    jupyter_book_executable,
+    missing_pdf_tools,
+    notebook_chapters,
+    start_build,
+)
 
 # Every process of the session (the two test workers, the book build's
 # kernels, the reruns, the PDF build) does its linear algebra on one thread:
@@ -65,6 +79,7 @@ FOLDER = pytest.StashKey[Path]()
 WANTS = {
     "book": re.compile(r"\b(built_book|served_book|background_pdf)\b"),
     "reruns": re.compile(r"\brerun_notebook\b"),
+    "calculator": re.compile(r"\bcalculator_probe\b"),
 }
 
 
@@ -191,10 +206,40 @@ def _start_background(config, files):
         )
         started.append(process)
         _when_done(process, lambda code: (out / "exit").write_text(str(code)))
+    if wants["calculator"]:
+        started.append(_start_calculator_probe(factory.mktemp("calculator-probe"), folder))
     if wants["book"]:
         build = start_build(copy_book(factory.mktemp("book-src")), factory.mktemp("book-out"))
         started.append(build.process)
         threading.Thread(target=_report_builds, args=(build, folder, wants["pdf"]), daemon=True).start()
+
+
+def _calculator_probe_build(root: Path) -> list[str]:
+    """Write the calculator's probe book into ``root``; the command that builds it (into ``root/_build``)."""
+    calculator_probe_source(root)
+    return [jupyter_book_executable(), "build", str(root)]
+
+
+def _calculator_probe_env() -> dict:
+    """The build imports the attnscale the tests import (the worktree's, on PYTHONPATH)."""
+    import importlib.util
+
+    package = Path(importlib.util.find_spec("attnscale").origin).resolve().parents[1]
+    return dict(os.environ, PYTHONPATH=str(package))
+
+
+def _start_calculator_probe(root: Path, folder: Path):
+    log = root / "build.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            _calculator_probe_build(root / "src"),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=_calculator_probe_env(),
+        )
+    record = {"root": str(root / "src"), "log": str(log)}
+    _when_done(process, lambda code: _write_json(folder / "calculator.json", {**record, "returncode": code}))
+    return process
 
 
 def _when_done(process, report):
@@ -282,6 +327,25 @@ def rerun_notebook(request):
         return nbformat.read(done, as_version=4)
 
     return get
+
+
+@pytest.fixture(scope="session")
+def calculator_probe(request, tmp_path_factory) -> Path:
+    """The calculator's probe book, built (``bookbuild.calculator_probe_source``): its HTML folder.
+
+    Waits for the build started at collection, or builds it here when the
+    session did not start one.
+    """
+    if _planned(request.config, "calculator"):
+        record = _wait_for(_folder(request.config) / "calculator.json", "the calculator's probe book")
+        code, root, log = record["returncode"], Path(record["root"]), Path(record["log"]).read_text()
+    else:
+        root = tmp_path_factory.mktemp("calculator-probe") / "src"
+        command, env = _calculator_probe_build(root), _calculator_probe_env()
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+        code, log = done.returncode, done.stdout + done.stderr
+    assert code == 0, f"the calculator's probe book did not build:\n{log[-6000:]}"
+    return root / "_build" / "html"
 
 
 @pytest.fixture(scope="session")

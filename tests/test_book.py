@@ -2,7 +2,12 @@
 
 The fault builds use the book's own ``_config.yml`` on a small probe chapter
 (``tests/fixtures/probe.md``) instead of the whole book, so that each costs
-seconds; what they test is the configuration, which is the same.
+seconds; what they test is the configuration, which is the same.  Four
+builds test it: the probe clean, then again after a change to the code it
+imports; one with every fault that makes a cell raise, each on a page of
+its own; one with every fault the build reports as a warning or an error,
+each with a cause of its own.  A fault build's root is a plain page, so
+that it runs a kernel only for its faulty pages.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from bookbuild import JUPYTEXT_HEADER, ROOT, build_book, copy_book, notebook_chapters
+from bookbuild import JUPYTEXT_HEADER, ROOT, build_book, notebook_chapters
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -61,10 +66,33 @@ def test_there_are_notebook_chapters():
 #: (book/_ext/parallel_chapters.py).
 FILLERS = 4
 
+#: What a probe book takes from the book's sources: the configuration and
+#: what it names (the local extensions, static files, templates and the
+#: bibliography), and the bibliography's page; not the chapters or their data.
+PROBE_SOURCES = [
+    "_config.yml",
+    "book/_ext",
+    "book/_static",
+    "book/_templates",
+    "book/references.bib",
+    "book/bibliography.md",
+]
+
+
+def _copy_probe_sources(destination: Path) -> Path:
+    for name in PROBE_SOURCES:
+        source, target = ROOT / name, destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, target)
+    return destination
+
 
 def _probe_book(tmp_path: Path, chapter_text: str) -> tuple[Path, Path]:
-    """A copy of the book whose toc holds the probe chapter, a few plain pages and the bibliography."""
-    source = copy_book(tmp_path / "src")
+    """A book of the probe chapter, a few plain pages and the bibliography, with the book's configuration."""
+    source = _copy_probe_sources(tmp_path / "src")
     (source / "book" / "probe.md").write_text(chapter_text)
     shutil.copy2(FIXTURES / "probe_helper.py", source / "book" / "probe_helper.py")
     entries = ["book/bibliography"]
@@ -85,20 +113,28 @@ def _add_cell(code: str) -> str:
     return PROBE + f"\n```{{code-cell}} ipython3\n{code}\n```\n"
 
 
-#: Faults in a chapter's cells (name: chapter text, a string the build log must
-#: contain: the right cause).  A failing cell stops the parallel read, so each
-#: needs a build of its own.  A failing ``assert`` is the failing check below
-#: (:class:`attnscale.support.checks.CheckFailed` is an ``AssertionError``).
+#: Faults that make a cell raise (name: page, the cell, what its failure
+#: report must say: the right cause).  A raising cell fails its chapter's
+#: read; every chapter is still read (book/_ext/parallel_chapters.py), and
+#: each failing one's traceback is printed under its path, so one build holds
+#: them all, each on a page of its own.  A failing ``assert`` is the failing
+#: check (:class:`attnscale.support.checks.CheckFailed` is an ``AssertionError``).
 CELL_FAULTS = {
-    "raised exception": (_add_cell("raise RuntimeError('injected exception')"), "injected exception"),
-    "python warning": (_add_cell("import warnings\nwarnings.warn('injected warning')"), "stderr was found"),
+    "raised exception": ("raised", "raise RuntimeError('injected exception')", ("injected exception",)),
+    "failing check": (
+        "check",
+        "import attnscale\nattnscale.check_close(1.25, 1.5, check='injected comparison', rtol=1e-9)",
+        ("check failed: injected comparison", "got 1.25", "expected 1.5"),
+    ),
 }
 
 #: Faults Sphinx reports as warnings (name: text added to the probe, the
 #: warning's cause).  ``--keep-going`` reports every warning and ``-W`` makes
 #: any one fail the build, so one build tests them all: a copy of the probe
 #: holding every one of them, each of which must be named in a warning line of
-#: that page, and a copy without its notebook header.
+#: that page (with a cell that writes a Python warning to stderr, which
+#: MyST-NB logs as an error, counted by ``-W`` too), and a copy without its
+#: notebook header.
 WARNING_FAULTS = {
     "broken reference": ("\nSee {ref}`no-such-label`.\n", "no-such-label"),
     "broken equation reference": ("\nSee {eq}`eq-no-such`.\n", "eq-no-such"),
@@ -137,17 +173,6 @@ def test_probe_builds_clean_and_never_stale(tmp_path):
     assert "second" in page.read_text(), "the second build served a stale output"
 
 
-@pytest.mark.parametrize("fault", CELL_FAULTS, ids=lambda name: name.replace(" ", "-"))
-def test_cell_fault_fails_build(tmp_path, fault):
-    text, cause = CELL_FAULTS[fault]
-    assert text != PROBE
-    source, toc = _probe_book(tmp_path, text)
-    result = build_book(source, tmp_path / "out", toc=toc)
-    log = result.stdout + result.stderr
-    assert result.returncode != 0, f"the build ignored the fault '{fault}':\n{_tail(log)}"
-    assert cause in log, f"the build failed, but not because of '{fault}':\n{_tail(log)}"
-
-
 def _relabelled(text: str, page: str) -> str:
     """The probe's text with its own labels renamed after ``page``, so that copies do not clash."""
     for label in ("probe", "eq-probe", "thm-probe"):
@@ -155,53 +180,99 @@ def _relabelled(text: str, page: str) -> str:
     return text
 
 
-#: The pages of the warning-fault build: every warning fault on one, the header removed on the other.
-FAULT_PAGES = {"faults": "every warning fault", "headless": "header removed"}
+#: The root page of a fault build: a plain page, so that the build runs a kernel only for the faulty pages.
+PLAIN_ROOT = "# Probe book\n\nA plain page; the faults are on the pages after it.\n"
 
 
-@pytest.fixture(scope="module")
-def warning_faults_build(tmp_path_factory):
-    """One build of the probe beside the two faulty copies of :data:`FAULT_PAGES`."""
-    tmp_path = tmp_path_factory.mktemp("warning-faults")
-    source, toc = _probe_book(tmp_path, PROBE)
-    texts = {
-        "faults": PROBE + "".join(added for added, _ in WARNING_FAULTS.values()),
-        "headless": JUPYTEXT_HEADER.sub("", PROBE),
-    }
+def _build_with_pages(tmp_path: Path, texts: dict[str, str]) -> tuple[int, str]:
+    """One build of a plain root page beside the pages ``texts`` (page name: its text, relabelled)."""
+    source, toc = _probe_book(tmp_path, PLAIN_ROOT)
     for page, text in texts.items():
         assert text != PROBE
         (source / "book" / f"{page}.md").write_text(_relabelled(text, page))
     toc.write_text(toc.read_text() + "".join(f"  - file: book/{page}\n" for page in texts))
     result = build_book(source, tmp_path / "out", toc=toc)
-    return result, result.stdout + result.stderr
+    return result.returncode, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize(
-    "fault", [*WARNING_FAULTS, "header removed"], ids=lambda name: name.replace(" ", "-")
-)
+#: The end of the parallel read's report on a failed chapter (book/_ext/parallel_chapters.py).
+FAILED_REPORT = re.compile(r"^The failing worker's traceback \((.*)\):$", re.M)
+
+
+def _failure_reports(log: str) -> dict[str, str]:
+    """Each failed chapter's report in the log: its page's file name, and its traceback."""
+    heads = list(FAILED_REPORT.finditer(log))
+    ends = [head.start() for head in heads[1:]] + [len(log)]
+    return {
+        Path(head[1].split()[-1]).name: log[head.end() : end] for head, end in zip(heads, ends, strict=True)
+    }
+
+
+@pytest.fixture(scope="module")
+def cell_faults_build(tmp_path_factory):
+    """One build with a copy of the probe for each fault of :data:`CELL_FAULTS`."""
+    texts = {page: _add_cell(cell) for page, cell, _ in CELL_FAULTS.values()}
+    return _build_with_pages(tmp_path_factory.mktemp("cell-faults"), texts)
+
+
+@pytest.mark.parametrize("fault", CELL_FAULTS, ids=lambda name: name.replace(" ", "-"))
+def test_cell_fault_fails_build(cell_faults_build, fault):
+    """The build fails, and its report on the fault's own page says why: the fault's cause.
+
+    A report on that page can come only from a failure of that page's read,
+    which alone fails the build (every failed task raises at the read's end).
+    """
+    code, log = cell_faults_build
+    page, _, causes = CELL_FAULTS[fault]
+    assert code != 0, f"the build ignored every fault:\n{_tail(log)}"
+    reports = _failure_reports(log)
+    assert f"{page}.md" in reports, f"no failure reported for the page of '{fault}':\n{_tail(log)}"
+    for cause in causes:
+        assert cause in reports[f"{page}.md"], f"the page of '{fault}' failed, but not for '{cause}'"
+    # ... and the build names it among the failed chapters at the end
+    assert re.search(rf"failed:\n(.*\n)*.*book/{page}\.md", log), _tail(log)
+
+
+def test_cell_faults_build_reads_every_chapter(cell_faults_build):
+    """Every faulty page failed on its own (one report each), and nothing else failed."""
+    _, log = cell_faults_build
+    assert sorted(_failure_reports(log)) == sorted(f"{page}.md" for page, _, _ in CELL_FAULTS.values())
+
+
+#: A cell that writes a Python warning to stderr, and the cause MyST-NB's error names.
+PYTHON_WARNING = ("import warnings\nwarnings.warn('injected warning')", "stderr was found")
+
+
+@pytest.fixture(scope="module")
+def warning_faults_build(tmp_path_factory):
+    """One build with the faulty copies of the probe of :data:`FAULT_PAGES`."""
+    texts = {
+        "faults": _add_cell(PYTHON_WARNING[0]) + "".join(added for added, _ in WARNING_FAULTS.values()),
+        "headless": JUPYTEXT_HEADER.sub("", PROBE),
+    }
+    return _build_with_pages(tmp_path_factory.mktemp("warning-faults"), texts)
+
+
+#: The pages of the warning-fault build (fault: page, cause): every warning fault and a Python
+#: warning on one page, each with a cause of its own; the header removed on the other.
+FAULT_PAGES = {
+    **{fault: ("faults", cause) for fault, (_, cause) in WARNING_FAULTS.items()},
+    "python warning": ("faults", PYTHON_WARNING[1]),
+    "header removed": ("headless", "code-cell"),
+}
+
+
+@pytest.mark.parametrize("fault", FAULT_PAGES, ids=lambda name: name.replace(" ", "-"))
 def test_warning_fault_fails_build(warning_faults_build, fault):
-    result, log = warning_faults_build
-    assert result.returncode != 0, f"the build ignored every fault:\n{_tail(log)}"
-    page, cause = (
-        ("headless", "code-cell") if fault == "header removed" else ("faults", WARNING_FAULTS[fault][1])
-    )
-    warnings = [line for line in log.splitlines() if f"{page}.md" in line and "WARNING" in line]
+    code, log = warning_faults_build
+    assert code != 0, f"the build ignored every fault:\n{_tail(log)}"
+    page, cause = FAULT_PAGES[fault]
+    warnings = [
+        line for line in log.splitlines() if f"{page}.md" in line and ("WARNING" in line or "ERROR" in line)
+    ]
     assert any(cause in line for line in warnings), (
         f"no warning on the page with the fault '{fault}' names its cause '{cause}':\n{_tail(log)}"
     )
-
-
-def test_failing_check_names_chapter_check_and_values(tmp_path):
-    """A failing chapter check tells the reader where, what, and which two values disagreed."""
-    text = _add_cell(
-        "import attnscale\nattnscale.check_close(1.25, 1.5, check='injected comparison', rtol=1e-9)"
-    )
-    source, toc = _probe_book(tmp_path, text)
-    result = build_book(source, tmp_path / "out", toc=toc)
-    log = result.stdout + result.stderr
-    assert result.returncode != 0
-    for expected in ("probe.md", "check failed: injected comparison", "got 1.25", "expected 1.5"):
-        assert expected in log, f"the failure output lacks '{expected}':\n{_tail(log)}"
 
 
 def test_kernels_get_socket_names_of_their_own():

@@ -36,8 +36,10 @@ The table also carries the calculator's words, ``attnscale.practice.calculator.p
 (every row's name and source, and every note, as templates the page fills), so
 the page prints what the package prints without typing it again.
 
-``tests/test_calculator_page.py`` imports :func:`build_table` and checks the
-page against the package at random settings, digit for digit.
+``tests/test_calculator_page.py`` checks the page against the package at
+random settings, digit for digit, with the table this file prints when run
+as a script (as the build runs it; ``tests/conftest.py`` starts it once per
+test session), and ``benchmarks/calculator_grid.py`` on the tests' whole grids.
 """
 
 from __future__ import annotations

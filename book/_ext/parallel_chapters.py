@@ -45,6 +45,12 @@ from inside, so the README's build command stays one plain line:
   exception's first line (the chapter's path) and drops the worker's
   traceback, which holds the failing cell and its error; it is printed
   here, so a parallel build says why it failed as a serial one does.
+  Sphinx also stops at the first failing chapter and kills the others'
+  workers; here every chapter is read to its end, each failing one's
+  traceback printed under its path, and the read fails after the last,
+  naming every chapter that failed (:func:`_join_one_keep_going`).  So one
+  build shows every failing chapter, and ``tests/test_book.py`` injects
+  its cell faults into one build.
 
 Only the read is affected: what each chapter computes, and every way the
 build fails (``tests/test_book.py`` injects each fault into a book large
@@ -127,18 +133,59 @@ def _heaviest_first(app):
     return make_chunks
 
 
-def _join_one_reporting(join_one):
-    """``ParallelTasks._join_one`` that prints a failed worker's traceback before re-raising."""
+def _join_one_keep_going(self) -> bool:
+    """``ParallelTasks._join_one`` of Sphinx 7.4 (pinned), save that a failed task does not raise.
+
+    Its worker's message (the exception's first line: the chapter's path)
+    and traceback are printed and kept in ``self.failed_tasks``, its log
+    records are handled as a finished task's are, and the other tasks go
+    on; :func:`_join_raising_at_the_end` raises once all have ended.
+    """
+    joined_any = False
+    for tid, pipe in self._precvs.items():
+        if pipe.poll():
+            failed, logs, result = pipe.recv()
+            for log in logs:
+                logger.handle(log)
+            if failed:
+                message, trace = result
+                sys.stderr.write(f"\nThe failing worker's traceback ({message}):\n{trace}\n")
+                sys.stderr.flush()
+                self.__dict__.setdefault("failed_tasks", []).append((message, trace))
+                self._result_funcs.pop(tid)
+                self._args.pop(tid)
+            else:
+                self._result_funcs.pop(tid)(self._args.pop(tid), result)
+            self._procs[tid].join()
+            self._precvs.pop(tid)
+            self._pworking -= 1
+            joined_any = True
+            break
+    while self._precvsWaiting and self._pworking < self.nproc:
+        newtid, newprecv = self._precvsWaiting.popitem()
+        self._precvs[newtid] = newprecv
+        self._procs[newtid].start()
+        self._pworking += 1
+    return joined_any
+
+
+_join_one_keep_going.keeps_going = True
+
+
+def _join_raising_at_the_end(join):
+    """``ParallelTasks.join`` that, once every task has ended, raises for all that failed."""
 
     def wrapped(self):
-        try:
-            return join_one(self)
-        except SphinxParallelError as error:
-            sys.stderr.write(f"\nThe failing worker's traceback:\n{error.traceback}\n")
-            sys.stderr.flush()
-            raise
+        join(self)
+        failed = self.__dict__.get("failed_tasks", [])
+        if failed:
+            named = "\n".join(message for message, _ in failed)
+            raise SphinxParallelError(
+                f"{len(failed)} of the parallel tasks failed:\n{named}",
+                "\n".join(trace for _, trace in failed),
+            )
 
-    wrapped.reports_worker_traceback = True
+    wrapped.keeps_going = True
     return wrapped
 
 
@@ -213,8 +260,9 @@ def _configure(app, config):
         for variable in BLAS_THREADS:
             os.environ.setdefault(variable, "1")
         sphinx.builders.make_chunks = _heaviest_first(app)
-        if not getattr(ParallelTasks._join_one, "reports_worker_traceback", False):
-            ParallelTasks._join_one = _join_one_reporting(ParallelTasks._join_one)
+        if not getattr(ParallelTasks.join, "keeps_going", False):
+            ParallelTasks._join_one = _join_one_keep_going
+            ParallelTasks.join = _join_raising_at_the_end(ParallelTasks.join)
 
 
 def setup(app):
