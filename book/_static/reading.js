@@ -7,7 +7,9 @@
  * 3. On the page with the calculator, a second skip link ("Skip to the
  *    calculator") follows the theme's "Skip to main content": the
  *    calculator's first field is two Tabs and an Enter from the page top.
- * 4. A box that scrolls sideways (a wide table, a display equation, code)
+ * 4. Printed output, code and tables wider than their box by at most 3 px
+ *    are set a hair smaller, so they fit (no scroll bar, no shade).
+ * 5. A box that scrolls sideways (a wide table, a display equation, code)
  *    says so: it is marked "scrolls-sideways" while its content is wider
  *    than it, with "more-left" and "more-right" for the sides that hide
  *    content, and reading.css shades those edges (phones hide scroll bars).
@@ -33,6 +35,7 @@
         box.style.fontSize = Math.floor(1000 * (box.clientWidth - 1) / box.scrollWidth) / 10 + "%";
       }
     });
+    fitNearlyFitting();
     // A formula that scrolls is a Tab stop (its arrows scroll it); no other is.
     var boxes = ".bd-article span.math, .bd-article mjx-container[display='true']";
     document.querySelectorAll(boxes).forEach(function (box) {
@@ -44,6 +47,33 @@
       }
     });
     markScrollBoxes();
+  }
+
+  // Printed output, code and tables wider than their box by a pixel or three
+  // (a reader whose system shows scroll bars has a column 15 px narrower)
+  // would show the shade and a scroll bar for nothing: as a display formula,
+  // such a box is set a hair smaller (in px: a percentage would count from
+  // the parent's size, not the box's own).
+  var NEARLY_FITTING = [
+    ["pre", function (pre) { return pre; }],
+    [".pst-scrollable-table-container", function (box) { return box.querySelector(":scope > table"); }],
+    [".output table", function (table) { return table; }],
+  ];
+
+  function fitNearlyFitting() {
+    NEARLY_FITTING.forEach(function (pair) {
+      document.querySelectorAll(".bd-article " + pair[0]).forEach(function (box) {
+        var content = pair[1](box);
+        if (!content) { return; }
+        content.style.fontSize = "";
+        var excess = box.scrollWidth - box.clientWidth;
+        if (excess > 0 && excess <= 3 && box.clientWidth > 0) {
+          var size = parseFloat(getComputedStyle(content).fontSize);
+          var ratio = (box.clientWidth - 1) / box.scrollWidth;
+          content.style.fontSize = Math.floor(100 * size * ratio) / 100 + "px";
+        }
+      });
+    });
   }
 
   // Every box of the article that may scroll sideways (reading.css makes
@@ -121,7 +151,7 @@
     addCalculatorSkipLink();
     afterTypesetting(markWideFormulas);
     // web fonts and images change widths after the first layout
-    window.addEventListener("load", function () { afterTypesetting(markScrollBoxes); });
+    window.addEventListener("load", function () { afterTypesetting(markWideFormulas); });
     document.querySelectorAll(".theme-switch-button").forEach(function (button) {
       button.addEventListener("click", function () {
         setTimeout(function () { button.focus({ preventScroll: true }); }, 0);
