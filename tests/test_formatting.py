@@ -251,6 +251,10 @@ def test_captioned_table_wraps_a_pipe_table():
         ("2.40 (2.22 to 2.59)", "2.40\u00a0(2.22\u00a0to\u00a02.59)"),
         ("c = 1.26, rms 0.095", "c\u00a0=\u00a01.26, rms\u00a00.095"),
         ("5 × 2000", "5\u00a0×\u00a02000"),
+        # which-law's coverage cells: one line each, the table scrolls instead
+        ("0.87 → 0.91 · 0.93 · 1.00", "0.87\u00a0→\u00a00.91\u00a0·\u00a00.93\u00a0·\u00a01.00"),
+        # a bracketed rate in math after the interval may take a line of its own (training)
+        ("0.026 ± 0.007 $(2^{2})$", "0.026\u00a0±\u00a00.007 $(2^{2})$"),
         ("64 bytes, no fine-tuning", "64 bytes, no fine-tuning"),
         ("$x = 1$ or 2 3", "$x = 1$ or\u00a02\u00a03"),
     ]

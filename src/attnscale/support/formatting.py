@@ -362,12 +362,13 @@ _PLUS_MINUS = re.compile(r"[ \u00a0]*±[ \u00a0]*")
 #: The ends of the words between which a cell's line must not break: a
 #: number (or its closing bracket or comma) before the next number or
 #: bracket ("[0.97, 2.75]", "1.776 −0.003", "2.40 (2.22"); the words
-#: around "=", "to", "×" and "/" ("c = 1.26", "2.22 to 2.59", "5 × 2000");
+#: around "=", "to", "×", "/", "→" and "·" ("c = 1.26", "2.22 to 2.59",
+#: "5 × 2000", "0.87 → 0.91 · 1.00");
 #: and a word of at most three letters naming the number after it
 #: ("rms 0.095").
 _ENDS_A_NUMBER = re.compile(r"[\d)\]%∞,]$")
 _STARTS_A_NUMBER = re.compile(r"^[\d\[(−+∞]")
-_JOINERS = frozenset({"=", "to", "×", "/"})
+_JOINERS = frozenset({"=", "to", "×", "/", "→", "·"})
 _SHORT_NAME = re.compile(r"^[A-Za-z]{1,3}$")
 
 
