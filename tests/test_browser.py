@@ -32,10 +32,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
-from bookbuild import ROOT, notebook_chapters, svg_glyph_size, toc_files
+from bookbuild import CHROMIUM_ARGS, ROOT, notebook_chapters, svg_glyph_size, toc_files
 
 pytestmark = pytest.mark.book
 
@@ -411,6 +412,78 @@ def test_calculator_table_has_the_shade_and_one_note(browser, served):
     finally:
         tab.close()
     assert found == {"shaded": True, "notes": 1}, found
+
+
+#: A system that shows scroll bars (Windows, classic Linux desktops: 15 px)
+#: gives the article a column 15 px narrower than the suite's Chromium, which
+#: hides them.  Every scroll box of the article that hides content: by how
+#: much, and whether it is shaded.
+SCROLL_BOXES_WIDE = """
+() => {
+  const article = document.querySelector("article.bd-article");
+  const boxes = [];
+  for (const el of article.querySelectorAll("*")) {
+    const style = getComputedStyle(el);
+    if (!["auto", "scroll"].includes(style.overflowX) || el.clientWidth === 0) continue;
+    const over = el.scrollWidth - el.clientWidth;
+    const shaded = style.backgroundImage.includes("gradient");
+    if (over > 1 || shaded) {
+      const text = (el.textContent || "").trim().replace(/\\s+/g, " ").slice(0, 50);
+      boxes.push({box: `<${el.tagName.toLowerCase()}> ${text}`, over, shaded});
+    }
+  }
+  const doc = document.documentElement;
+  return {pageOverflow: doc.scrollWidth - doc.clientWidth, boxes};
+}
+"""
+
+#: Pages whose every box fits at 1400 px with scroll bars shown (the reviewer
+#: of issue 41 found printed output 2 px and Table 10.1 10 px too wide there).
+FIT_WITH_SCROLL_BARS = ["book/recipes", "book/training"]
+
+
+@pytest.fixture(scope="module")
+def browser_with_scroll_bars(browser):
+    """Chromium as above, but drawing scroll bars (without Playwright's --hide-scrollbars)."""
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    instance = browser.browser_type.launch(
+        executable_path=executable, args=CHROMIUM_ARGS, ignore_default_args=["--hide-scrollbars"]
+    )
+    yield instance
+    instance.close()
+
+
+@pytest.mark.parametrize(
+    "page", [*FIT_WITH_SCROLL_BARS, "book/evidence-calculator"], ids=lambda p: Path(p).name
+)
+def test_fits_with_scroll_bars_shown(browser_with_scroll_bars, served, page):
+    """At 1400 px with 15-px scroll bars: no box scrolls (nor is shaded) for a few pixels.
+
+    A box wider than its content by at most the scroll bar's width would fit
+    a reader whose system hides scroll bars; with them shown it must fit too
+    (reading.js sets a box off by <= 3 px a hair smaller).  On recipes and
+    training nothing scrolls at all; the calculator's evidence page has wide
+    tables and code that scroll on every screen, with their shade.
+    """
+    tab = browser_with_scroll_bars.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        tab.goto(f"{served}/{page}.html", wait_until="load")
+        tab.evaluate("async () => { if (window.MathJax) { await MathJax.startup.promise; } }")
+        tab.evaluate(MARK_WIDE_FORMULAS)  # what the page does after typesetting, once more
+        found = tab.evaluate(SCROLL_BOXES_WIDE)
+        bar = tab.evaluate("() => window.innerWidth - document.documentElement.clientWidth")
+    finally:
+        tab.close()
+    assert bar >= 10, f"scroll bars are not drawn ({bar} px): the run measures nothing"
+    assert found["pageOverflow"] <= 0, found
+    near = [b for b in found["boxes"] if 1 < b["over"] <= 15]
+    assert near == [], f"{page}: boxes that scroll by a scroll bar's width or less: {near}"
+    needless = [b for b in found["boxes"] if b["over"] <= 1 and b["shaded"]]
+    assert needless == [], f"{page}: shaded boxes that fit: {needless}"
+    if page in FIT_WITH_SCROLL_BARS:
+        assert found["boxes"] == [], (
+            f"{page}: boxes that scroll at 1400 px with scroll bars: {found['boxes']}"
+        )
 
 
 # ---------------------------------------------------------------------------
