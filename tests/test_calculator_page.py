@@ -1608,7 +1608,7 @@ CLI_ROW_ALIGNMENT = """
 """
 SCROLL_HINT = """
 () => {
-  const out = document.querySelector("#attnscale-calculator .calc-output");
+  const out = document.querySelector("#attnscale-calculator .calc-table-box");
   const hint = document.querySelector("#attnscale-calculator .calc-scroll-hint");
   return { scrolls: out.scrollWidth > out.clientWidth + 1, "hint shown": hint.checkVisibility() };
 }

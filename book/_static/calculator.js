@@ -2026,7 +2026,9 @@
     const legend = [W.first, W.second].map((line) => el("p", line, { class: "calc-legend" }));
     const notes = el("ul", result.notes.map((note) => el("li", note)), { class: "calc-notes" });
     const figures = [plot(result.setting, table), gradientFigure(form, result.setting, table)];
-    out.replaceChildren(...legend, tbl, el("p", "Notes:"), notes, ...figures);
+    // the table scrolls in a box of its own: its shade marks the table, not the words around it
+    const box = el("div", [tbl], { class: "calc-table-box" });
+    out.replaceChildren(...legend, box, el("p", "Notes:"), notes, ...figures);
     showScrollHint(form);
     return `${result.entries.length} rows updated`;
   }
@@ -2034,11 +2036,16 @@
   // On a narrow screen the table scrolls inside its box; nothing else says so
   // (phones hide scroll bars), so a line above it does, only while it is wider.
   function showScrollHint(form) {
-    const out = form.querySelector(".calc-output");
+    const box = form.querySelector(".calc-table-box");
     const hint = form.querySelector(".calc-scroll-hint");
-    if (hint) hint.hidden = out.scrollWidth <= out.clientWidth + 1; // +1: subpixel widths
+    if (!box) return;
+    const scrolls = box.scrollWidth > box.clientWidth + 1; // +1: subpixel widths
+    if (hint) hint.hidden = !scrolls;
+    // a keyboard reader scrolls it with the arrow keys: a Tab stop while it scrolls
+    if (scrolls) box.setAttribute("tabindex", "0");
+    else box.removeAttribute("tabindex");
     // and its edges shaded where it hides columns, as every box that scrolls sideways (reading.js)
-    if (window.attnscaleMarkScrollSides) window.attnscaleMarkScrollSides(out);
+    if (window.attnscaleMarkScrollSides) window.attnscaleMarkScrollSides(box);
   }
 
   // Screen readers: the table is redrawn on every keystroke, and intermediate

@@ -89,6 +89,7 @@
     "div.proof",
     "div.admonition",
     ".calc-output",
+    ".calc-table-box",
     ".output table",
   ].map(function (s) { return ".bd-article " + s; }).join(", ");
 
