@@ -28,8 +28,7 @@ The recommendations, and the evidence each rests on:
   for the models tested, low carried to a 4k to 32k model with base
   :math:`10^4`, where the RoPE carry is untested.
 
-Every cell of the answers table is at most 25 words; ``Answer.take_away``
-is the one short sentence a chapter may glue instead of the long verdict.
+Every cell of the answers table is at most 25 words (``tests/test_advice.py``).
 The table's one base: :math:`\alpha` multiplies the unit-variance score
 :math:`q\cdot k/\sqrt d` (for normalized :math:`q, k`, :math:`\sqrt d\cos`).
 """
@@ -315,8 +314,6 @@ class Answer:
         Where the evidence is, MyST Markdown with cross-references.
     chapters : tuple of str
         The chapters (file names under ``book/``) whose take-away states it.
-    take_away : str
-        One short sentence (MyST) a chapter may glue in its take-away, ending at the answers table.
     rows : tuple of str
         The scale calculator's rows that state it (``CALCULATOR_ROWS``).
     sure : str
@@ -329,7 +326,6 @@ class Answer:
     reason: str
     derived_in: str
     chapters: tuple[str, ...]
-    take_away: str = ""
 
     @property
     def confidence(self) -> str:
@@ -401,7 +397,6 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
     kept = np.maximum(gradient_fraction(alpha_half, positions), 0.0)
     root = float(np.sqrt(d))
     alpha_pairs = pairs / float(np.sqrt(d_embed))
-    table = "the {ref}`answers table <answers>`"
     rows = [
         Answer(
             "dot",
@@ -412,7 +407,6 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             "{ref}`variance <ch-variance>`, {prf:ref}`thm-dot-variance`; "
             "{ref}`Gaussian scores <ch-gaussian-scores>`; {ref}`training <sec-training-tuned>`",
             ("variance", "gaussian-scores", "training"),
-            rf"Keep $\alpha = 1$, the standard $1/\sqrt d$ ({table}).",
         ),
         Answer(
             "cosine",
@@ -423,7 +417,6 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             rf"asks $\alpha = {_n(cos_star / root)}$ at $n = {n}$",
             "{ref}`cosine scores <ch-cosine-scores>`, {prf:ref}`thm-cosine-mgf`",
             ("cosine-scores",),
-            rf"Normalize $q$ and $k$ and keep $\alpha = 1$ with learned gains ({table}).",
         ),
         Answer(
             "contrastive",
@@ -434,7 +427,6 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             rf"times the optimum ({lowest} lowest)",
             "{ref}`cosine scores: practice <sec-cosine-practice>`, {prf:ref}`prop-cosine-power-law`",
             ("cosine-scores",),
-            rf"Search the scale around the gradient optimum's order of magnitude ({table}).",
         ),
         Answer(
             "decoder",
@@ -445,7 +437,6 @@ def answers(n=512, d=64, train_length=512, context=4096, candidates=64, d_embed=
             rf"(${_n(100 * kept.mean(), 2)}\%$ of each position's optimum, on average)",
             "{ref}`training <sec-training-tuned>`; {ref}`decoders <ch-decoders>`",
             ("decoders",),
-            rf"Use one scale, $\alpha = 1$, at every position ({table}).",
         ),
     ]
     rows.append(_length_answer())
@@ -463,5 +454,4 @@ def _length_answer() -> Answer:
         "{ref}`carry sweep <sec-carry-evidence>`; {ref}`retrieval <ch-retrieval>`; "
         "{ref}`practice <sec-apply-factor>`",
         ("retrieval", "needle", "language-model", "bidirectional", "recipes"),
-        "Past $L$ with RoPE use YaRN, with its logit factor; see the {ref}`answers table <answers>`.",
     )
