@@ -312,7 +312,7 @@ def test_crossed_half_width_never_exceeds_the_data_range():
         if rng.random() < 0.5:  # mostly zeros with rare ones, like a recall table near 0
             table = (rng.random((seeds, examples)) < 0.05).astype(float)
         spread = np.ptp(table)
-        for mean, half in (at.crossed_interval(table), at.crossed_contrast([table], [1.0])):
+        for _, half in (at.crossed_interval(table), at.crossed_contrast([table], [1.0])):
             worst = max(worst, half / spread if spread else half)
     assert worst <= 1.0, worst
     # the referee's table (carry sweep, longest base, unchanged, tuned, 16L): Satterthwaite's df was

@@ -165,12 +165,13 @@ LENGTH_VERDICT = (
     "so YaRN's frequencies behave like position interpolation's: its lead is its logit factor, and "
     "without it YaRN showed no resolved lead over position interpolation.  "
     + f"A fine-tune at ${LENGTH_FINETUNE['stretch']}L$ on {100 * LENGTH_FINETUNE['token_share']:.0f}% of "
-    "the training tokens added a little, at $4L$ and at $16L$; no fine-tune at the test length itself was tried.  "
+    "the training tokens added a little, at $4L$ and at $16L$; no fine-tune at $16L$ was "
+    "tried.  "
     "The $\\log n/\\log L$ factor on every head comes second, and only for heads without "
     "positions: there it won back over half of the recall lost by $16L$ (it hurt a language model's "
     "loss).  Confidence: medium for the models tested here; low carried to a 4k to 32k model with "
     "base $10^4$.  The sweep built to match that model's rotary spectrum did not learn the task, so "
-    "whether YaRN's lead over position interpolation carries with RoPE is untested; "
+    "whether YaRN's lead over position interpolation carries with RoPE is untested.  Separately, "
     + carry_law_clause(**CARRY_LAW)
 )
 
@@ -207,9 +208,7 @@ CALCULATOR_HOW = {
     "length": (
         "with RoPE, use YaRN: interpolate the rotary frequencies by part for s = n/L and multiply the "
         "logits by this row's factor, {factor:.4g} here, its own (in the book's small models this factor "
-        "made YaRN's lead); fine-tune when you can (the book tested "
-        + _FINETUNE
-        + ": it added a little). "
+        "made YaRN's lead); fine-tune when you can (the book tested " + _FINETUNE + ": it added a little). "
         "Without positions, multiply the trained logits past L by log n/log L on every head instead. "
         "Tested in small decoders only (ch. recipes, evidence appendix)"
     ),
