@@ -45,6 +45,9 @@ def test_chapters_state_the_same_answer(key, chapter):
         assert linked, f"{chapter}: no advice_{key} in its take-away nor answers link"
         if f'"advice_{key}"' not in text:
             return  # the take-away defers to the answers table and glues no advice of its own (issue 38)
+    # a glued answer is displayed in the page's prose, not only glued (issue 39: a glue never shown
+    # let a chapter type its own advice)
+    assert role in text, f"{chapter}: advice_{key} is glued but never displayed"
     # wherever the chapter glues this answer, it comes from at.answers
     glued = re.search(rf'glue\(\s*"advice_{key}",\s*Markdown\((\w+)\["{key}"\]\.recommendation\)', text)
     assert glued, f'{chapter}: advice_{key} is not glued as Markdown(<answers>["{key}"].recommendation)'
@@ -136,3 +139,35 @@ def test_the_carry_law_clause_states_a_non_rejection_as_one():
     ):
         with pytest.raises(error, match=name):
             advice.carry_law_clause(**bad)
+
+
+def _words(text: str) -> int:
+    """Words of a cell as the reader sees them: a formula or a cross-reference is one word."""
+    text = re.sub(r"\$[^$]*\$", "F", text)
+    text = re.sub(r"\{\w+(?::\w+)?\}`[^`]*`", "R", text)
+    return len(text.split())
+
+
+def test_answers_table_cells_fit_on_one_screen():
+    """Issue 39: every use and how-sure cell of the answers table is at most 25 words."""
+    assert _words("with $\\log_L n$ on {ref}`the table <answers>`") == 4
+    for answer in ANSWERS.values():
+        for cell in (answer.recommendation, answer.sure):
+            assert _words(cell) <= 25, (answer.key, _words(cell), cell)
+
+
+def test_the_length_row_says_what_was_tested():
+    """Issue 39: the row credits YaRN's logit factor, names the reference base, says the RoPE carry
+    is untested, and states the fine-tune the sweep ran; the calculator's note agrees."""
+    from attnscale.practice import advice
+    from attnscale.practice.calculator import NOTES
+
+    row, verdict = ANSWERS["length"], advice.LENGTH_VERDICT
+    assert "logit factor" in row.recommendation and "$4L$" in row.recommendation
+    assert "base-$10^4$" in row.sure and "untested" in row.sure
+    assert "briefly" not in verdict and "target length" not in verdict
+    assert "its lead is its logit factor" in verdict and "untested" in verdict
+    assert "the one piece of evidence for the carry" not in verdict  # a NoPE result, not the RoPE carry
+    share = f"{100 * advice.LENGTH_FINETUNE['token_share']:.0f}% of the training tokens"
+    assert share in verdict and share in advice.CALCULATOR_HOW["length"] and share in NOTES["past L"]
+    assert "base 1e4" in NOTES["past L"] and "untested" in NOTES["past L"]

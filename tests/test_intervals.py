@@ -295,3 +295,34 @@ def test_median_interval_refuses_bad_input():
         at.median_interval(np.arange(10.0), level=1.0)
     with pytest.raises(TypeError, match="values"):
         at.median_interval("abc")
+
+
+def test_crossed_half_width_never_exceeds_the_data_range():
+    """Issue 39: Satterthwaite's df can fall below 1 when the error mean square nearly cancels the
+    others (t then grows without bound); floored at min(S, W) - 1, the half-width stays inside the
+    range of the data (3-5 seeds, 8-16 windows, as in the sweeps), in tables drawn to provoke it."""
+    rng = np.random.default_rng(39)
+    worst = 0.0
+    for _ in range(3000):
+        # the sweeps' shapes: 3 to 5 seeds, 8 or more windows (two seeds: t_1 = 12.7, and three examples
+        # with a large example effect give a legitimately wide interval: no such bound there)
+        seeds, examples = rng.integers(3, 6), rng.integers(8, 17)
+        table = rng.normal(size=(seeds, examples)) * rng.exponential(size=(seeds, 1))
+        table += rng.normal(size=(1, examples)) * rng.exponential()
+        if rng.random() < 0.5:  # mostly zeros with rare ones, like a recall table near 0
+            table = (rng.random((seeds, examples)) < 0.05).astype(float)
+        spread = np.ptp(table)
+        for _, half in (at.crossed_interval(table), at.crossed_contrast([table], [1.0])):
+            worst = max(worst, half / spread if spread else half)
+    assert worst <= 1.0, worst
+    # the referee's table (carry sweep, longest base, unchanged, tuned, 16L): Satterthwaite's df was
+    # 0.41 and the printed interval 0.02 +- 0.53, eleven times the data's range; floored, +- 0.004
+    table = np.array(
+        [
+            [0.019531, 0.019531, 0.023438, 0.011719, 0.027344, 0.023438, 0.050781, 0.019531],
+            [0.019531, 0.019531, 0.023438, 0.039062, 0.023438, 0.019531, 0.0039062, 0.023438],
+            [0.023438, 0.023438, 0.023438, 0.03125, 0.015625, 0.03125, 0.023438, 0.023438],
+        ]
+    )
+    for _, half in (at.crossed_interval(table), at.crossed_contrast([table], [1.0])):
+        assert half <= np.ptp(table), half

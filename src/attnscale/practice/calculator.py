@@ -546,9 +546,11 @@ NOTES = {
         "past L the book's carry sweep (small two-layer decoders trained at a short length, tested to "
         "{tested:g}L) found YaRN with its own logit factor ahead of every other rule applied at test, "
         "position interpolation, an NTK-aware base with or without a log n factor, and Qwen's dynamic "
-        "NTK; a short fine-tune at the target length added a little; without positions a log n factor "
-        "on every head won back over half of the lost recall (ch. retrieval); carried to a 4k -> 32k "
-        "model this is low confidence (evidence appendix)"
+        "NTK; its frequencies behaved like position interpolation's there, so its lead was its logit "
+        "factor; a fine-tune at 4L on 4% of the training tokens added a little; without positions a "
+        "log n factor on every head won back over half of the lost recall (ch. retrieval); carried to "
+        "a 4k -> 32k model with base 1e4 this is low confidence, the RoPE carry untested (evidence "
+        "appendix)"
     ),
     "length cosine": (
         "cosine scores past L: the book's length experiments had dot-product heads only (no QK-norm); "

@@ -207,7 +207,11 @@ def crossed_interval(values, level=0.95):
     effect) the larger mean square is used instead.  Its own degrees of
     freedom are then larger than the formula's, so the interval is not
     always wider than the untruncated one (it is close to right when one
-    factor's variance is zero, the case that triggers it).  For
+    factor's variance is zero, the case that triggers it).  The degrees of
+    freedom are floored at :math:`\min(S, W) - 1`: when the error mean square
+    nearly cancels the others, :math:`\nu` can fall below one and
+    :math:`t_\nu` grow without bound (a half-width wider than the data's
+    range); the floor is the smaller factor's own degrees of freedom.  For
     two arms paired by seed and scored on the same examples, pass the
     table of their differences.
 
@@ -255,6 +259,7 @@ def crossed_interval(values, level=0.95):
     dof = combined**2 / (
         m_seed**2 / (seeds - 1) + m_example**2 / (examples - 1) + m_error**2 / ((seeds - 1) * (examples - 1))
     )
+    dof = max(dof, min(seeds, examples) - 1)  # floor: the smaller factor's own degrees of freedom
     half = stdtrit(dof, 0.5 + level / 2) * np.sqrt(combined / (seeds * examples))
     return float(grand), float(half)
 
@@ -433,7 +438,7 @@ def crossed_contrast(tables, weights, level=0.95):
     mean = float(per_seed.mean())
     if combined == 0.0:
         return mean, 0.0
-    dof = combined**2 / sum(v**2 / k for v, k, _ in terms)
+    dof = max(combined**2 / sum(v**2 / k for v, k, _ in terms), min(seeds, *(t.shape[1] for t in tables)) - 1)
     return mean, float(stdtrit(dof, 0.5 + level / 2) * np.sqrt(combined))
 
 
