@@ -315,6 +315,7 @@ def test_diagnostic_is_reproducible_and_seeded():
         (dict(tail=2), "tail"),
         (dict(tail=64), "tail"),
         (dict(tail=8.0), "tail"),
+        (dict(lengths=[[256, 512]]), "lengths"),
         (dict(level=1.0), "level"),
         (dict(resamples=5), "resamples"),
         (dict(level="a"), "level"),
@@ -331,6 +332,16 @@ def test_diagnostic_refuses_bad_input(kwargs, match):
     call = dict(scores=rows, lengths=[256]) | kwargs
     with pytest.raises((ValueError, TypeError), match=match):
         at.diagnose_law(call.pop("scores"), call.pop("lengths"), **call)
+
+
+def test_argument_types_are_refused_by_type():
+    # a float tail is the wrong type (TypeError), a 2-D lengths the wrong
+    # shape (ValueError), each naming its argument
+    rows = np.random.default_rng(0).normal(size=(16, 64))
+    with pytest.raises(TypeError, match="tail must be an integer"):
+        at.diagnose_law(rows, [256], tail=4.0)
+    with pytest.raises(ValueError, match=r"lengths must be .* 1-D"):
+        at.diagnose_law(rows, np.full((2, 2), 256.0))
 
 
 def test_scores_with_nan_are_refused():
@@ -678,6 +689,26 @@ def test_a_key_planted_over_a_heavy_tailed_bulk():
         np.testing.assert_allclose([o.factor[0] for o in got[value]], plain, rtol=0.03)
     assert all(o.law == "planted" and not o.checks and not o.reliable for o in got[30.0])
     assert stats.t(3).isf(1 / 16384) > 0.8 * 30.0
+
+
+def test_a_found_key_not_read_as_planted_is_flagged_and_said():
+    # Delta = 10 over Student-t3 keys (the referee's case): the key is
+    # found, the rows are read Frechet (the background's law), and no
+    # factor of that law holds the key's weight, so every head is flagged
+    # with the reason in ``reading``; the same rows without the key are
+    # vouched for in some draws (the flag comes from the key)
+    vouched_plain = []
+    for j in range(6):
+        rng = np.random.default_rng([RNG_SEED, 64, j])
+        x = rng.standard_t(3, size=(32, 256))
+        vouched_plain.append(at.diagnose_law(x, [4096], resamples=100, seed=j).reliable)
+        x[:, 3] = 10.0
+        out = at.diagnose_law(x, [4096], resamples=100, seed=j)
+        assert out.planted_key == 3 and out.law != "planted", (j, out.law)
+        assert not out.checks and not out.reliable
+        assert out.reading.startswith("unreliable for this reading: key 3 ")
+        assert "not read as planted" in out.reading
+    assert any(vouched_plain), vouched_plain
 
 
 def test_a_planted_target_is_read_with_its_margin():
