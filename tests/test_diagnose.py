@@ -642,6 +642,25 @@ def test_below_the_reliable_coverage_the_diagnostic_says_unreliable():
     assert np.mean(vouched) >= RELIABLE_COVERAGE, np.mean(vouched)
 
 
+def test_a_size_between_two_battery_sizes_takes_the_pessimistic_one(monkeypatch):
+    # 256 keys is as near to 64 as to 1024 on a log scale: the lookup takes
+    # the smaller coverage of the two (route 1: the rule; route 2: the
+    # table read by hand), whichever neighbour holds it; off the tie, the
+    # nearest size alone
+    from attnscale.theory import diagnose
+
+    for domain in ("gumbel", "reverse-weibull", "frechet", "planted"):
+        pair = [BATTERY_COVERAGE[(domain, k)] for k in (64, 1024)]
+        assert diagnose._battery_coverage(domain, 256) == min(pair), domain
+        assert diagnose._battery_coverage(domain, 250) == pair[0], domain
+        assert diagnose._battery_coverage(domain, 262) == pair[1], domain
+    table = dict(BATTERY_COVERAGE)
+    table[("frechet", 64)], table[("frechet", 1024)] = 0.99, 0.5
+    monkeypatch.setattr(diagnose, "BATTERY_COVERAGE", table)
+    assert diagnose._battery_coverage("frechet", 256) == 0.5
+    assert np.isnan(diagnose._battery_coverage("no such domain", 256))
+
+
 @pytest.mark.parametrize("value", [2.0, 2.5, 3.0])
 def test_a_fixed_key_is_found_and_does_not_flip_the_background(value):
     # one key at a fixed value in every row of Gaussian noise: found as the
