@@ -1402,6 +1402,7 @@ def _battery_laws():
         "cosine, d = 32 (kappa = 14.5)": (st.beta(15.5, 15.5, loc=-1.0, scale=2.0), "reverse-weibull"),
         "cosine, d = 128 (kappa = 62.5)": (st.beta(63.5, 63.5, loc=-1.0, scale=2.0), "reverse-weibull"),
         "Pareto, gamma = 2": (st.pareto(2.0), "frechet"),
+        "Student-t, 2 dof (gamma = 2)": (st.t(2.0), "frechet"),
     }
     out = [
         (name, (lambda r, s, dist=dist: dist.rvs(size=s, random_state=r)), two_end(dist), domain)
@@ -1418,8 +1419,9 @@ def _battery_laws():
 
 
 #: The battery's sizes (rows, keys): the smallest and largest a head gives
-#: the diagnostic, and one between.
-BATTERY_SIZES = ((16, 64), (64, 1024), (64, 16384))
+#: the diagnostic, and two between (256 keys: a common head length, once
+#: read off the 64-key cell).
+BATTERY_SIZES = ((16, 64), (32, 256), (64, 1024), (64, 16384))
 
 
 def coverage_battery(draws=30, sizes=BATTERY_SIZES, level=0.9, resamples=100, seed=0, ratio=16.0):
