@@ -643,21 +643,22 @@ def test_below_the_reliable_coverage_the_diagnostic_says_unreliable():
 
 
 def test_a_size_between_two_battery_sizes_takes_the_pessimistic_one(monkeypatch):
-    # 256 keys is as near to 64 as to 1024 on a log scale: the lookup takes
-    # the smaller coverage of the two (route 1: the rule; route 2: the
-    # table read by hand), whichever neighbour holds it; off the tie, the
-    # nearest size alone
+    # 128 keys is as near to 64 as to 256 on a log scale (4096: to 1024 and
+    # 16384): the lookup takes the smaller coverage of the two (route 1:
+    # the rule; route 2: the table read by hand), whichever neighbour holds
+    # it; off the tie, the nearest size alone
     from attnscale.theory import diagnose
 
     for domain in ("gumbel", "reverse-weibull", "frechet", "planted"):
-        pair = [BATTERY_COVERAGE[(domain, k)] for k in (64, 1024)]
-        assert diagnose._battery_coverage(domain, 256) == min(pair), domain
-        assert diagnose._battery_coverage(domain, 250) == pair[0], domain
-        assert diagnose._battery_coverage(domain, 262) == pair[1], domain
+        for (a, b), tie, below, above in (((64, 256), 128, 125, 131), ((1024, 16384), 4096, 4000, 4200)):
+            pair = [BATTERY_COVERAGE[(domain, k)] for k in (a, b)]
+            assert diagnose._battery_coverage(domain, tie) == min(pair), domain
+            assert diagnose._battery_coverage(domain, below) == pair[0], domain
+            assert diagnose._battery_coverage(domain, above) == pair[1], domain
     table = dict(BATTERY_COVERAGE)
-    table[("frechet", 64)], table[("frechet", 1024)] = 0.99, 0.5
+    table[("frechet", 64)], table[("frechet", 256)] = 0.99, 0.5
     monkeypatch.setattr(diagnose, "BATTERY_COVERAGE", table)
-    assert diagnose._battery_coverage("frechet", 256) == 0.5
+    assert diagnose._battery_coverage("frechet", 128) == 0.5
     assert np.isnan(diagnose._battery_coverage("no such domain", 256))
 
 

@@ -870,8 +870,9 @@ def diagnose_law(scores, lengths, *, tail=None, level=0.9, resamples=200, seed=0
     the Gumbel domain but not exactly Weibull-type at these :math:`p`,
     give a factor about 1.6% high at 1024 and at 16384 keys while the
     sampling interval narrows below that; the bias-aware interval holds
-    the law's ratio in most draws, and the battery's Gumbel cells (under
-    0.85, with the locally Gaussian cosine rows) keep them flagged.
+    the law's ratio in most draws, and the battery's Gumbel cells at 1024
+    and 16384 keys (under 0.85, with the locally Gaussian cosine rows)
+    keep them flagged there.
 
     Parameters
     ----------
