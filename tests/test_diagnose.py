@@ -315,6 +315,7 @@ def test_diagnostic_is_reproducible_and_seeded():
         (dict(tail=2), "tail"),
         (dict(tail=64), "tail"),
         (dict(tail=8.0), "tail"),
+        (dict(lengths=[[256, 512]]), "lengths"),
         (dict(level=1.0), "level"),
         (dict(resamples=5), "resamples"),
         (dict(level="a"), "level"),
@@ -331,6 +332,16 @@ def test_diagnostic_refuses_bad_input(kwargs, match):
     call = dict(scores=rows, lengths=[256]) | kwargs
     with pytest.raises((ValueError, TypeError), match=match):
         at.diagnose_law(call.pop("scores"), call.pop("lengths"), **call)
+
+
+def test_argument_types_are_refused_by_type():
+    # a float tail is the wrong type (TypeError), a 2-D lengths the wrong
+    # shape (ValueError), each naming its argument
+    rows = np.random.default_rng(0).normal(size=(16, 64))
+    with pytest.raises(TypeError, match="tail must be an integer"):
+        at.diagnose_law(rows, [256], tail=4.0)
+    with pytest.raises(ValueError, match=r"lengths must be .* 1-D"):
+        at.diagnose_law(rows, np.full((2, 2), 256.0))
 
 
 def test_scores_with_nan_are_refused():
@@ -631,6 +642,26 @@ def test_below_the_reliable_coverage_the_diagnostic_says_unreliable():
     assert np.mean(vouched) >= RELIABLE_COVERAGE, np.mean(vouched)
 
 
+def test_a_size_between_two_battery_sizes_takes_the_pessimistic_one(monkeypatch):
+    # 128 keys is as near to 64 as to 256 on a log scale (4096: to 1024 and
+    # 16384): the lookup takes the smaller coverage of the two (route 1:
+    # the rule; route 2: the table read by hand), whichever neighbour holds
+    # it; off the tie, the nearest size alone
+    from attnscale.theory import diagnose
+
+    for domain in ("gumbel", "reverse-weibull", "frechet", "planted"):
+        for (a, b), tie, below, above in (((64, 256), 128, 125, 131), ((1024, 16384), 4096, 4000, 4200)):
+            pair = [BATTERY_COVERAGE[(domain, k)] for k in (a, b)]
+            assert diagnose._battery_coverage(domain, tie) == min(pair), domain
+            assert diagnose._battery_coverage(domain, below) == pair[0], domain
+            assert diagnose._battery_coverage(domain, above) == pair[1], domain
+    table = dict(BATTERY_COVERAGE)
+    table[("frechet", 64)], table[("frechet", 256)] = 0.99, 0.5
+    monkeypatch.setattr(diagnose, "BATTERY_COVERAGE", table)
+    assert diagnose._battery_coverage("frechet", 128) == 0.5
+    assert np.isnan(diagnose._battery_coverage("no such domain", 256))
+
+
 @pytest.mark.parametrize("value", [2.0, 2.5, 3.0])
 def test_a_fixed_key_is_found_and_does_not_flip_the_background(value):
     # one key at a fixed value in every row of Gaussian noise: found as the
@@ -678,6 +709,26 @@ def test_a_key_planted_over_a_heavy_tailed_bulk():
         np.testing.assert_allclose([o.factor[0] for o in got[value]], plain, rtol=0.03)
     assert all(o.law == "planted" and not o.checks and not o.reliable for o in got[30.0])
     assert stats.t(3).isf(1 / 16384) > 0.8 * 30.0
+
+
+def test_a_found_key_not_read_as_planted_is_flagged_and_said():
+    # Delta = 10 over Student-t3 keys (the referee's case): the key is
+    # found, the rows are read Frechet (the background's law), and no
+    # factor of that law holds the key's weight, so every head is flagged
+    # with the reason in ``reading``; the same rows without the key are
+    # vouched for in some draws (the flag comes from the key)
+    vouched_plain = []
+    for j in range(6):
+        rng = np.random.default_rng([RNG_SEED, 64, j])
+        x = rng.standard_t(3, size=(32, 256))
+        vouched_plain.append(at.diagnose_law(x, [4096], resamples=100, seed=j).reliable)
+        x[:, 3] = 10.0
+        out = at.diagnose_law(x, [4096], resamples=100, seed=j)
+        assert out.planted_key == 3 and out.law != "planted", (j, out.law)
+        assert not out.checks and not out.reliable
+        assert out.reading.startswith("unreliable for this reading: key 3 ")
+        assert "not read as planted" in out.reading
+    assert any(vouched_plain), vouched_plain
 
 
 def test_a_planted_target_is_read_with_its_margin():
