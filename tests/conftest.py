@@ -169,7 +169,32 @@ def pytest_collection_modifyitems(session, config, items):
             group = f"{item.path.stem}-{half}"
             if item.path.name == "test_calculator_page.py" and item.originalname in CALCULATOR_PAGE_COSINE:
                 group += "-cosine"  # the file's longest tests, on the other worker
+            if item.path.name == "test_browser.py" and half == "book":
+                group += f"-{_browser_share(item)}"
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _browser_share(item) -> int:
+    """Which of two halves of the browser's book tests ``item`` runs in: 0 or 1.
+
+    The browser tests come last, once the book is built; on one worker they
+    were the suite's tail while the other worker sat idle.  Split by page
+    (every test of a page on one worker, which loads the page once: the
+    visits are cached per process), alternating along the table of contents;
+    tests of no one page alternate by name.
+    """
+    page = getattr(item, "callspec", None) and item.callspec.params.get("page")
+    if page is not None:
+        return notebook_pages().index(page) % 2 if page in notebook_pages() else 0
+    return sum(map(ord, item.originalname)) % 2
+
+
+@functools.cache
+def notebook_pages() -> list[str]:
+    """The book's pages in table-of-contents order (as test_browser.PAGES lists them)."""
+    from bookbuild import toc_files
+
+    return toc_files()
 
 
 def pytest_collection_finish(session):
