@@ -228,9 +228,6 @@ def _start_background(config, files):
             [sys.executable, str(RERUN_SCRIPT), str(out), *chapters],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            # below the book build: the browser tests wait for the build and
-            # are the session's tail, while only test_rerun reads the reruns
-            preexec_fn=_lower_priority,
         )
         started.append(process)
         _when_done(process, lambda code: (out / "exit").write_text(str(code)))
@@ -268,12 +265,6 @@ def _start_calculator_probe(root: Path, folder: Path):
     record = {"root": str(root / "src"), "log": str(log)}
     _when_done(process, lambda code: _write_json(folder / "calculator.json", {**record, "returncode": code}))
     return process
-
-
-def _lower_priority() -> None:
-    """Run the calling (child) process at a lower priority, where the system allows it."""
-    if hasattr(os, "nice"):
-        os.nice(10)
 
 
 def _when_done(process, report):

@@ -53,6 +53,7 @@ settings.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -1874,6 +1875,7 @@ def test_the_form_for_cosine_scores(form_tab):
 
 def test_the_form_on_a_phone(form_tab):
     """A row left to the command line; the scroll hint; a phone's width, light and dark; axe-core."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from test_browser import FIT_CHECK
 
     tab = form_tab
@@ -1890,7 +1892,13 @@ def test_the_form_on_a_phone(form_tab):
     # the scroll hint shows exactly while the table is wider than its box
     for width in (390, 1200, 390):
         tab.set_viewport_size({"width": width, "height": 800})
-        tab.wait_for_timeout(100)  # the resize event
+        # the resize handler runs on a later frame: on a loaded machine 100 ms
+        # was not always enough, so wait (up to 5 s) for the hint to follow
+        with contextlib.suppress(PlaywrightTimeout):
+            tab.wait_for_function(
+                f"() => {{ const h = ({SCROLL_HINT.strip()})(); return h.scrolls === h['hint shown']; }}",
+                timeout=5000,
+            )
         hint = tab.evaluate(SCROLL_HINT)
         print(f"\nat {width} px: {hint}")
         assert hint["scrolls"] == hint["hint shown"], (width, hint)
