@@ -32,8 +32,8 @@ def rounded(values, digits=7):
     return [rounded(v, digits) for v in array]
 
 
-def provenance(argv, workers):
-    """The command, git commit, clean tree, package versions, corpus, device and start time."""
+def git_record(argv, packages=("numpy", "scipy")):
+    """The command, git commit, clean tree (src/, experiments/), Python, package versions, start."""
 
     def git(*args):
         try:
@@ -43,17 +43,26 @@ def provenance(argv, workers):
         except (OSError, subprocess.CalledProcessError):
             return None
 
-    import jax
-
-    from attnscale.models.corpus import SYMPY_CORPUS
-
-    packages = {name: metadata.version(name) for name in ("jax", "jaxlib", "numpy", "scipy", "sympy")}
     return {
         "command": " ".join(["python", *argv]),
         "git_commit": git("rev-parse", "HEAD"),
         "git_dirty": bool(git("status", "--porcelain", "--", "src", "experiments")),
         "python": platform.python_version(),
-        "packages": packages,
+        "packages": {name: metadata.version(name) for name in packages},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def provenance(argv, workers):
+    """The command, git commit, clean tree, package versions, corpus, device and start time."""
+
+    import jax
+
+    from attnscale.models.corpus import SYMPY_CORPUS
+
+    record = git_record(argv, ("jax", "jaxlib", "numpy", "scipy", "sympy"))
+    return {
+        **record,
         "attnscale": metadata.version("attnscale"),
         "corpus": {"source": f"sympy {SYMPY_CORPUS['sympy']} .py files", "sha256": SYMPY_CORPUS["sha256"]},
         "device": [str(d) for d in jax.devices()],
@@ -61,7 +70,6 @@ def provenance(argv, workers):
         "machine": platform.machine(),
         "xla_flags": os.environ.get("XLA_FLAGS"),
         "workers": workers,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
 

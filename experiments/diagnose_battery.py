@@ -25,12 +25,8 @@ re-running it.  Three parts:
 
 from __future__ import annotations
 
-import json
-import platform
-import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +34,9 @@ from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "experiments"))
+
+from _sweep import git_record, write_results  # noqa: E402
 
 import attnscale as at  # noqa: E402
 from attnscale.theory import diagnose  # noqa: E402
@@ -49,22 +48,8 @@ KEY_SIZES = ((16, 256), (64, 1024))
 
 
 def provenance(argv):
-    def git(*args):
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    return {
-        "command": " ".join(["python", *argv]),
-        "git_commit": git("rev-parse", "HEAD"),
-        "git_dirty": bool(git("status", "--porcelain", "--", "src", "experiments")),
-        "python": platform.python_version(),
-        "packages": {name: metadata.version(name) for name in ("numpy", "scipy")},
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    """The command, git commit, clean tree, Python, numpy and scipy versions, start time."""
+    return git_record(argv)
 
 
 def coverage_part(draws, seed):
@@ -173,9 +158,7 @@ def main(argv):
         cosine=cosine,
         planted_key=keys,
     )
-    partial = OUT.with_suffix(".partial")
-    partial.write_text(json.dumps(out, separators=(",", ":")))
-    partial.rename(OUT)
+    write_results(OUT, out)
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 

@@ -17,7 +17,6 @@ page of *Which law* reads it.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ import attnscale as at  # noqa: E402
 from attnscale.theory import diagnose  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "experiments"))
+from _sweep import write_results  # noqa: E402
 from diagnose_battery import provenance  # noqa: E402  (one record for both scripts)
 
 OUT = ROOT / "book" / "data" / "which-law-flag-check.json"
@@ -104,9 +104,7 @@ def main(argv):
     out = dict(
         provenance=prov, settings=dict(draws=DRAWS, ratio=16.0, level=0.9, resamples=200), records=records
     )
-    partial = OUT.with_suffix(".partial")
-    partial.write_text(json.dumps(out, separators=(",", ":")))
-    partial.rename(OUT)
+    write_results(OUT, out)
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 
