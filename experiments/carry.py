@@ -42,6 +42,20 @@ Parts (every arm paired by seed: the same initial weights and batches):
 ``trained-longest``
     Su's log_512 n (E) and Scalable-Softmax trained in, ``longest`` base,
     tested with the frequencies unchanged and with the NTK-aware base.
+``needle-plain``, ``needle-longest``
+    The same baselines on the needle task (the models of ``retrieval.py
+    --only needle``: a ``key = value`` line planted in the SymPy text and
+    asked at the end), O with RoPE in the plain and longest regimes,
+    trained at L = 64; exact match on the needle chapter's test windows
+    (5 depths of 32 windows at each length), each method at test only and
+    after the same fine-tune at 4L (on needle windows).  One more method at
+    test: position interpolation with YaRN's logit factor (``pi_logit``),
+    which separates YaRN's factor from its frequencies.  No oracle factor.
+``pi-logit-plain``, ``pi-logit-longest``
+    The recall models of ``baselines-plain`` and ``baselines-longest``
+    retrained (same seeds, same weights: PI and YaRN reproduce that file),
+    tested under PI with YaRN's logit factor, and the oracle factor on every
+    head under PI's frequencies: is YaRN's factor what PI lacks?
 ``law-32``, ``law-64``, ``law-128``
     O at L = 32, 64 or 128 tokens, at two widths (d_model 64 and 128, two
     heads), without positions and with the ``longest`` base (NTK-aware
@@ -77,6 +91,10 @@ PARTS = (
     "law-32",
     "law-64",
     "law-128",
+    "needle-plain",
+    "needle-longest",
+    "pi-logit-plain",
+    "pi-logit-longest",
 )
 PLAIN_BASE = 10000.0
 REFERENCE = {"base": 10000.0, "length": 4096, "head_dim": 128}  # the regime matched: a 4k, base-1e4 model
@@ -86,6 +104,8 @@ FINETUNE_RATE, FINETUNE_WARMUP = 3e-4, 6
 FINETUNE_SEED = 50_000  # the fine-tune's batches: step_seed(FINETUNE_SEED + seed, step)
 METHODS = ("plain", "pi", "ntk", "yarn", "yarn_nologit", "qwen_dynamic", "ntk_logn")
 FINETUNED = ("plain", "pi", "ntk", "yarn", "yarn_nologit", "qwen_dynamic")
+NEEDLE_METHODS = (*METHODS, "pi_logit")  # PI's frequencies with YaRN's logit factor
+PI_LOGIT_METHODS = ("pi", "pi_logit", "yarn", "yarn_nologit")
 WIDTHS = (64, 128)
 
 
@@ -97,6 +117,8 @@ def model_config(job, quick):
     import retrieval
 
     base = retrieval.base_config(quick)
+    if job.get("task") == "needle":  # the needle chapter's model: bytes of text, causal
+        base = retrieval.config_for({"task": "needle", "positions": "rope", "rule": "standard"}, quick)
     length = job["train_length"]
     width = job.get("width", base.d_model)
     rope_base = regime_base(job["regime"], length, width // base.n_heads)
@@ -134,6 +156,12 @@ def jobs_for(part, seeds):
     if part.startswith("baselines"):
         regime = part.split("-")[1]
         arms = [dict(regime=regime, positions="rope", rule="standard", train_length=64)]
+    elif part.startswith("needle"):
+        regime = part.split("-")[1]
+        arms = [dict(task="needle", regime=regime, positions="rope", rule="standard", train_length=64)]
+    elif part.startswith("pi-logit"):
+        regime = part.split("-")[2]
+        arms = [dict(regime=regime, positions="rope", rule="standard", train_length=64)]
     elif part == "trained-longest":
         arms = [
             dict(regime="longest", positions="rope", rule=r, train_length=64) for r in ("logn512", "ssmax")
@@ -150,7 +178,9 @@ def jobs_for(part, seeds):
 
 def job_name(job):
     width = f"-w{job['width']}" if "width" in job else ""
-    return f"{job['positions']}-{job['regime']}-{job['rule']}-L{job['train_length']}{width}-{job['seed']}"
+    task = "needle-" if job.get("task") == "needle" else ""
+    arm = f"{job['positions']}-{job['regime']}-{job['rule']}-L{job['train_length']}{width}"
+    return f"{task}{arm}-{job['seed']}"
 
 
 # -- the frequency rules ------------------------------------------------------------
@@ -162,7 +192,6 @@ def method_setting(config, method, stretch):
     Returns ``(config, factor)`` where ``factor`` maps a window length T to a
     ``(layers, heads, T)`` array (or None: 1 everywhere).
     """
-    from attnscale.practice import recipes
     from attnscale.practice.length_rules import (
         interpolation_frequency_factors,
         ntk_rope_base,
@@ -174,24 +203,30 @@ def method_setting(config, method, stretch):
     stretched_length = round(stretch * length)
     if method == "plain" or stretch == 1:
         return config, None
-    if method == "pi":
+    if method in ("pi", "pi_logit"):
         factors = interpolation_frequency_factors(dh, stretch)
-        return replace(config, rope_frequency_factors=tuple(float(f) for f in factors)), None
+        tuned = replace(config, rope_frequency_factors=tuple(float(f) for f in factors))
+        return tuned, (_yarn_logit(config, stretch) if method == "pi_logit" else None)
     if method in ("ntk", "ntk_logn"):
         tuned = replace(config, rope_base=ntk_rope_base(config.rope_base, dh, length, stretched_length))
         return tuned, (_logn(config) if method == "ntk_logn" else None)
     if method in ("yarn", "yarn_nologit"):
         factors = yarn_frequency_factors(config.rope_base, dh, length, stretch)
         tuned = replace(config, rope_frequency_factors=tuple(float(f) for f in factors))
-        if method == "yarn_nologit":
-            return tuned, None
-        logit = float(recipes.yarn_mscale(stretch)) ** 2
-        return tuned, (lambda t: np.full((config.n_layers, config.n_heads, t), logit, dtype=np.float32))
+        return tuned, (None if method == "yarn_nologit" else _yarn_logit(config, stretch))
     if method == "qwen_dynamic":
         alpha = qwen_ntk_alpha(stretched_length, length)
         tuned = replace(config, rope_base=config.rope_base * alpha ** (dh / (dh - 2)))
         return tuned, _logn(config)
     raise ValueError(f"unknown method {method!r}")
+
+
+def _yarn_logit(config, stretch):
+    """YaRN's logit factor m(s)^2 on every head and position."""
+    from attnscale.practice import recipes
+
+    logit = float(recipes.yarn_mscale(stretch)) ** 2
+    return lambda t: np.full((config.n_layers, config.n_heads, t), logit, dtype=np.float32)
 
 
 def _logn(config):
@@ -212,6 +247,15 @@ _STATE: dict = {}
 
 def _init_worker(quick):
     _STATE.update(quick=quick)
+
+
+def _needle_batch(length, depth):
+    """The needle chapter's test windows at ``length`` tokens with the needle at ``depth``."""
+    import retrieval
+
+    windows = retrieval.NEEDLE_WINDOWS if not _STATE["quick"] else 2
+    seed = retrieval.TEST_SEED + length + int(100 * depth)  # as retrieval.run_text
+    return retrieval.make_batch("needle", length, windows, seed, "test", depth=depth)
 
 
 def _test_batch(length):
@@ -248,17 +292,27 @@ def _stretches(config):
     return STRETCHES[:3] if quick else STRETCHES
 
 
-def evaluate_methods(model, methods, floor=1):
-    """Every method at every test length; the stretch is max(floor, T/L)."""
+def evaluate_methods(model, methods, floor=1, task="recall"):
+    """Every method at every test length; the stretch is max(floor, T/L).
+
+    A needle evaluation is keyed by depth (``[method][stretch][depth]``), as
+    ``retrieval.py`` writes the needle chapter's.
+    """
+    import retrieval
+
     config = model.config
     out = {}
     for s in _stretches(config):
         length = s * config.train_length
-        batch = _test_batch(length)
+        if task == "recall":
+            batches = {None: _test_batch(length)}
+        else:
+            batches = {str(d): _needle_batch(length, d) for d in retrieval.NEEDLE_DEPTHS}
         for method in methods:
             tuned, factor = method_setting(config, method, max(floor, s))
             f = None if factor is None else factor(length)
-            out.setdefault(method, {})[str(s)] = _evaluate(model, batch, tuned, f)
+            scored = {d: _evaluate(model, b, tuned, f) for d, b in batches.items()}
+            out.setdefault(method, {})[str(s)] = scored[None] if task == "recall" else scored
     return out
 
 
@@ -310,7 +364,7 @@ def retrieval_head(model):
     return head, rounded(weight, 5)
 
 
-def finetune(model, method, seed):
+def finetune(model, method, seed, task="recall"):
     """FINETUNE_STEPS steps at FINETUNE_STRETCH * L under ``method``, from the trained weights."""
     import retrieval
 
@@ -331,7 +385,7 @@ def finetune(model, method, seed):
     )
     # a logit factor (YaRN's, Qwen's log_L n) applies during the fine-tune too: the model learns under it
     batches = lambda step: retrieval.make_batch(  # noqa: E731
-        "recall", length, FINETUNE_BATCH, step_seed(FINETUNE_SEED + seed, step)
+        task, length, FINETUNE_BATCH, step_seed(FINETUNE_SEED + seed, step)
     )
     tuned_model = lm_train.train_task(
         train_config,
@@ -375,16 +429,40 @@ def run_baselines(job, model, record):
     record["oracle_ntk"] = oracle(model, scopes, lambda s: _ntk(config, s))
     # the factor that serves best on top of YaRN's frequencies: is YaRN's own logit factor it?
     record["oracle_yarn"] = oracle(model, ["all", "beyond"], lambda s: _yarn(config, s))
+    record["finetuned"] = run_finetunes(job, model)
+
+
+def run_finetunes(job, model, task="recall"):
+    """Each of FINETUNED fine-tuned at 4L from the trained weights, then tested under itself."""
     finetuned = {}
     for method in FINETUNED:
         begin = time.perf_counter()
-        tuned = finetune(model, method, job["seed"])
+        tuned = finetune(model, method, job["seed"], task)
         finetuned[method] = {
             "losses": rounded(tuned.losses, 5),
-            "eval": evaluate_methods(tuned, [method], floor=FINETUNE_STRETCH)[method],
+            "eval": evaluate_methods(tuned, [method], floor=FINETUNE_STRETCH, task=task)[method],
             "seconds": round(time.perf_counter() - begin, 1),
         }
-    record["finetuned"] = finetuned
+    return finetuned
+
+
+def run_needle(job, model, record):
+    from attnscale.practice.length_rules import rotary_pairs_within
+
+    config = model.config
+    record["rope_base"] = config.rope_base
+    record["pairs_within_L"] = rotary_pairs_within(config.rope_base, config.head_dim, config.train_length)
+    record["test"] = evaluate_methods(model, NEEDLE_METHODS, task="needle")
+    record["finetuned"] = run_finetunes(job, model, task="needle")
+
+
+def run_pi_logit(job, model, record):
+    config = model.config
+    record["rope_base"] = config.rope_base
+    record["test"] = evaluate_methods(model, PI_LOGIT_METHODS)
+    # the factor that serves best on top of PI's frequencies, beside YaRN's m(s)^2
+    pi = lambda s: method_setting(config, "pi", s)[0]  # noqa: E731
+    record["oracle_pi"] = oracle(model, ["all", "beyond"], pi)
 
 
 def run_trained(job, model, record):
@@ -419,14 +497,19 @@ def run_job(job):
     quick = _STATE["quick"]
     config = model_config(job, quick)
     begin = time.perf_counter()
+    task = job.get("task", "recall")
     model = lm_train.train_task(
-        config, retrieval.training_batches(config, "recall", job["seed"]), job["seed"], progress=count_step
+        config, retrieval.training_batches(config, task, job["seed"]), job["seed"], progress=count_step
     )
     record = {**job, "log": model.log()}
     if config.scale_rule == "ssmax":
         record["ssmax_s"] = rounded([layer["ssmax_s"] for layer in model.params["layers"]])
     if job["part"].startswith("baselines"):
         run_baselines(job, model, record)
+    elif job["part"].startswith("needle"):
+        run_needle(job, model, record)
+    elif job["part"].startswith("pi-logit"):
+        run_pi_logit(job, model, record)
     elif job["part"] == "trained-longest":
         run_trained(job, model, record)
     else:
@@ -437,7 +520,7 @@ def run_job(job):
 
 def job_steps(job, quick):
     steps = model_config(job, quick).steps
-    if job["part"].startswith("baselines"):
+    if job["part"].startswith(("baselines", "needle")):
         # a fine-tune step is FINETUNE_BATCH windows of 4L tokens, the tokens of a training step
         steps += len(FINETUNED) * (FINETUNE_STEPS if not quick else 4)
     return steps
@@ -487,7 +570,9 @@ def main(argv=None):
         },
         "plain_base": PLAIN_BASE,
         "stretches": list(STRETCHES),
-        "methods": list(METHODS),
+        "methods": list(NEEDLE_METHODS if args.part.startswith("needle") else METHODS),
+        "needle_depths": list(retrieval.NEEDLE_DEPTHS),
+        "needle_windows": retrieval.NEEDLE_WINDOWS,
         "finetune": {
             "methods": list(FINETUNED),
             "stretch": FINETUNE_STRETCH,
