@@ -118,10 +118,31 @@ class _XdistHooks:
     def pytest_xdist_node_collection_finished(node, ids):
         """Controller: start the background work once, when the first worker has collected."""
         config = node.config
+        _check_groups_kept(config, ids)
         if STARTED in config.stash:
             return
         root = Path(str(config.rootpath))
         _start_background(config, {str(root / nodeid.split("::")[0]) for nodeid in ids})
+
+
+def _check_groups_kept(config, ids):
+    """Controller: stop if xdist dropped the test groups, which it does silently.
+
+    pytest-xdist 3.8 marks a test's group by appending ``@<group>`` to its
+    node id; pytest 9.2 ignores that write (pytest-xdist#1386), so every test
+    became a work unit of its own and the costly module fixtures were made
+    on both workers.  requirements.txt pins pytest 9.1.1 for that reason;
+    this check keeps the pin honest.
+    """
+    if not config.getvalue("dist") == "loadgroup":
+        return
+    grouped = [i for i in ids if Path(i.split("::")[0]).name in GROUPED_FILES]
+    if grouped and not any("@" in i.rsplit("]", 1)[-1] for i in grouped):
+        raise pytest.UsageError(
+            f"xdist dropped the test groups of {len(grouped)} tests (first: {grouped[0]}): this "
+            "pytest-xdist does not support this pytest (pytest-xdist#1386); install "
+            "requirements.txt's pins"
+        )
 
 
 def pytest_configure(config):
