@@ -63,3 +63,24 @@ def test_carry_bad_input():
         carry_runs({"runs": []})
     with pytest.raises(ValueError, match="criterion"):
         carry_oracle_fit(carry_runs(RESULT), "oracle_ntk", "all", 4, criterion="median")
+
+
+def test_carry_needle_runs_read_by_depth():
+    """A needle part's evaluations are keyed by depth; needle_runs lays them out as recall's."""
+    from attnscale.models.retrieval import needle_runs
+
+    def by_depth(level):
+        return {
+            d: {f: [level, level + 0.1] for f in ("acc_by_window", "loss_by_window", "exact_by_window")}
+            for d in ("0.0", "1.0")
+        }
+
+    record = {**_record(0, 1.0), "task": "needle", "test": {"yarn": {"1": by_depth(0.9), "4": by_depth(0.5)}}}
+    record["finetuned"] = {"yarn": {"eval": {"4": by_depth(0.6)}}}
+    runs = carry_runs({"provenance": {}, "settings": {}, "runs": [record]})
+    assert runs[0]["task"] == "needle"
+    flat = needle_runs(runs)
+    assert flat[0]["eval"]["yarn"]["256"]["exact_by_window"] == [0.5, 0.6, 0.5, 0.6]
+    assert flat[0]["eval"]["ft_yarn"]["256"]["exact_by_window"] == [0.6, 0.7, 0.6, 0.7]
+    with pytest.raises(ValueError, match="not a needle run"):
+        needle_runs(carry_runs(RESULT))

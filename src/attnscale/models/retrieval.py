@@ -410,9 +410,10 @@ def carry_runs(result):
     Returns
     -------
     list of dict
-        The runs, sorted by their arm and seed, each with ``task`` =
-        ``"recall"``, ``positions``, ``rule``, ``seed``, ``regime``,
-        ``train_length``, ``width`` (or None) and ``eval``.
+        The runs, sorted by their arm and seed, each with ``task``
+        (``"recall"``, or ``"needle"``: read it through :func:`needle_runs`),
+        ``positions``, ``rule``, ``seed``, ``regime``, ``train_length``,
+        ``width`` (or None) and ``eval``.
     """
     if not isinstance(result, dict) or not {"provenance", "settings", "runs"} <= result.keys():
         raise ValueError("result is not a results file (provenance, settings, runs)")
@@ -428,7 +429,7 @@ def carry_runs(result):
             evaluations[f"ft_{method}"] = by_length(tuned["eval"])
         runs.append(
             {
-                "task": "recall",
+                "task": record.get("task", "recall"),
                 "positions": record["positions"],
                 "rule": record["rule"],
                 "seed": record["seed"],
