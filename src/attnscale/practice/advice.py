@@ -159,11 +159,13 @@ def carry_law_clause(train_lengths, c_drift, c_half) -> str:
 #: about length rules, at two confidence levels stated apart.
 LENGTH_VERDICT = (
     ROPE_FIRST
-    + ".  In the book's small RoPE decoders, YaRN applied at test led every other test-time rule at "
-    "$16L$ (position interpolation, an NTK-aware base with or without a $\\log n$ factor, Qwen's "
-    "dynamic NTK, YaRN without its logit factor).  There no rotary pair turns 32 times within $L$, "
-    "so YaRN's frequencies behave like position interpolation's: its lead is its logit factor, and "
-    "without it YaRN showed no resolved lead over position interpolation.  "
+    + ".  In the book's small RoPE decoders, on recall and on a needle in text, YaRN applied at test "
+    "led every other test-time rule at $16L$ (position interpolation, an NTK-aware base with or "
+    "without a $\\log n$ factor, Qwen's dynamic NTK, YaRN without its logit factor).  There no "
+    "rotary pair turns 32 times within $L$, so YaRN's frequencies behave like position "
+    "interpolation's: its lead is its logit factor.  Without it YaRN showed no resolved lead over "
+    "position interpolation, and position interpolation given YaRN's factor showed no resolved "
+    "deficit against YaRN.  "
     + f"A fine-tune at ${LENGTH_FINETUNE['stretch']}L$ on {100 * LENGTH_FINETUNE['token_share']:.0f}% of "
     "the training tokens added a little, at $4L$ and at $16L$; no fine-tune at $16L$ was "
     "tried.  "
@@ -448,7 +450,8 @@ def _length_answer() -> Answer:
         "length",
         "**running past the training length** $L$",
         LENGTH_USE,
-        rf"small RoPE decoders on recall, to $16L$; **{CARRIED_CONFIDENCE}** for a 4k, base-$10^4$ model "
+        rf"small RoPE decoders on recall and a needle, to $16L$; **{CARRIED_CONFIDENCE}** for a 4k, "
+        "base-$10^4$ model "
         "at 32k, where the RoPE carry is untested",
         "{ref}`carry sweep <sec-carry-evidence>`; {ref}`retrieval <ch-retrieval>`; "
         "{ref}`practice <sec-apply-factor>`",
