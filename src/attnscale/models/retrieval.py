@@ -411,7 +411,7 @@ def carry_runs(result):
     -------
     list of dict
         The runs, sorted by their arm and seed, each with ``task``
-        (``"recall"``, or ``"needle"``: read it through :func:`needle_runs`),
+        (``"recall"``, or ``"needle"``: read it through ``needle_runs``),
         ``positions``, ``rule``, ``seed``, ``regime``, ``train_length``,
         ``width`` (or None) and ``eval``.
     """
