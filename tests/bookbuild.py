@@ -51,6 +51,9 @@ def load_extension(name: str):
     """The local Sphinx extension ``book/_ext/<name>.py`` as a module (it is not a package)."""
     import importlib.util
 
+    folder = str(ROOT / "book" / "_ext")
+    if folder not in sys.path:  # as jupyter-book does: the extensions import book/_ext/tex_symbols.py
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(name, ROOT / "book" / "_ext" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -17,6 +17,7 @@ import re
 
 from docutils import nodes
 from sphinx.util import logging
+from tex_symbols import GREEK, OPERATORS  # book/_ext/tex_symbols.py
 
 logger = logging.getLogger(__name__)
 
@@ -25,30 +26,10 @@ logger = logging.getLogger(__name__)
 MAX_ALT = 300
 
 _SYMBOLS = {
-    "alpha": "α",
-    "beta": "β",
-    "gamma": "γ",
-    "delta": "δ",
+    **GREEK,
+    **OPERATORS,
     "Delta": "Δ",
-    "epsilon": "ε",
-    "varepsilon": "ε",
-    "kappa": "κ",
-    "lambda": "λ",
-    "mu": "μ",
-    "sigma": "σ",
-    "theta": "θ",
-    "pi": "π",
-    "tau": "τ",
-    "rho": "ρ",
     "infty": "∞",
-    "cdot": "·",
-    "times": "×",
-    "le": "≤",
-    "leq": "≤",
-    "ge": "≥",
-    "geq": "≥",
-    "approx": "≈",
-    "pm": "±",
     "to": "→",
     "ll": "≪",
     "gg": "≫",

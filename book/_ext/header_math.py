@@ -17,25 +17,9 @@ import html
 import re
 
 from docutils import nodes
+from tex_symbols import GREEK as _GREEK  # book/_ext/tex_symbols.py (italic, as TeX sets them)
+from tex_symbols import OPERATORS as _SYMBOLS
 
-#: Commands written as one character (Greek letters italic, as TeX sets them).
-_GREEK = {
-    "alpha": "α",
-    "beta": "β",
-    "gamma": "γ",
-    "delta": "δ",
-    "epsilon": "ε",
-    "varepsilon": "ε",
-    "kappa": "κ",
-    "lambda": "λ",
-    "mu": "μ",
-    "sigma": "σ",
-    "theta": "θ",
-    "tau": "τ",
-    "rho": "ρ",
-    "pi": "π",
-}
-_SYMBOLS = {"cdot": "·", "times": "×", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "approx": "≈", "pm": "±"}
 _FUNCTIONS = {"log", "ln", "exp", "max", "min"}
 _UPRIGHT = {"mathrm", "text", "operatorname"}
 _SPACES = {",": "\u2009", ";": " ", ":": " ", " ": " ", "!": ""}
