@@ -202,13 +202,31 @@ def _browser_share(item) -> int:
     The browser tests come last, once the book is built; on one worker they
     were the suite's tail while the other worker sat idle.  Split by page
     (every test of a page on one worker, which loads the page once: the
-    visits are cached per process), alternating along the table of contents;
-    tests of no one page alternate by name.
+    visits are cached per process), the pages dealt largest first to the
+    lighter half by their measured visit times (tests/browser_seconds.json:
+    the API page alone costs as much as four others); tests of no one page
+    alternate by name.
     """
     page = getattr(item, "callspec", None) and item.callspec.params.get("page")
     if page is not None:
-        return notebook_pages().index(page) % 2 if page in notebook_pages() else 0
+        return browser_halves().get(page, 0)
     return sum(map(ord, item.originalname)) % 2
+
+
+@functools.cache
+def browser_halves() -> dict[str, int]:
+    """Each page's half (0 or 1): pages dealt largest first to the half with less time so far."""
+    import json
+    import statistics
+
+    seconds = json.loads((Path(__file__).parent / "browser_seconds.json").read_text())["seconds"]
+    typical = statistics.median(seconds.values())
+    load, halves = [0.0, 0.0], {}
+    for page in sorted(notebook_pages(), key=lambda p: (-seconds.get(p, typical), p)):
+        half = int(load[1] < load[0])
+        halves[page] = half
+        load[half] += seconds.get(page, typical)
+    return halves
 
 
 @functools.cache
