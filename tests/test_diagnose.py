@@ -517,7 +517,10 @@ def test_laws_carry_the_extreme_value_names():
     # the former labels map onto the names now returned
     assert set(LAW_DOMAINS.values()) == set(LAW_FORMULAS)
     assert LAW_DOMAINS == {
-        "weibull": "gumbel", "bounded": "reverse-weibull", "pareto": "frechet", "planted": "planted"
+        "weibull": "gumbel",
+        "bounded": "reverse-weibull",
+        "pareto": "frechet",
+        "planted": "planted",
     }
 
 
