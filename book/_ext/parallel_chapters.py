@@ -52,6 +52,13 @@ from inside, so the README's build command stays one plain line:
   build shows every failing chapter, and ``tests/test_book.py`` injects
   its cell faults into one build.
 
+* The training chapter and its evidence page train the same sweep of
+  heads.  Each build gives its kernels one fresh folder
+  (``ATTNSCALE_SHARED_RESULTS``) where
+  :func:`attnscale.support.shared.shared_result` keeps such a result: the
+  first kernel to ask computes it, the other reads it.  The folder is
+  removed when the build ends.
+
 Only the read is affected: what each chapter computes, and every way the
 build fails (``tests/test_book.py`` injects each fault into a book large
 enough to be read in parallel), stay the same.
@@ -61,6 +68,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import uuid
@@ -224,6 +232,11 @@ def _over_ipc(single_nb_execution):
 #: with these, 55k and 0.2 s).  Only speed changes; other C libraries ignore them.
 MALLOC_REUSE = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": str(2**32)}
 
+#: The folder of results shared by the chapters of one build
+#: (``attnscale.support.shared.SHARED_RESULTS``; the extension does not import
+#: the package, which the kernels load from the environment).
+SHARED_RESULTS = "ATTNSCALE_SHARED_RESULTS"
+
 #: JAX's persistent compilation cache, under the build's output folder.
 JAX_CACHE = ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
 
@@ -242,9 +255,34 @@ def _share_compiled_jax(app) -> None:
     os.environ.setdefault(JAX_CACHE[1], "0")  # the default, 1 s, leaves most of the book's programs out
 
 
+def _share_results(app) -> None:
+    """Give the build's kernels one fresh folder for :func:`attnscale.support.shared.shared_result`.
+
+    Two chapters that make the same computation (the training chapter and
+    its evidence page train the same sweep) then make it once per build: the
+    first kernel to ask computes, the other waits and reads.  The folder is
+    new for every build and removed when the build ends, so nothing carries
+    from one build to the next; a user's own setting is kept.
+    """
+    if os.environ.get(SHARED_RESULTS):
+        return
+    build_folder = Path(app.outdir).parent
+    build_folder.mkdir(parents=True, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix=".shared-results-", dir=build_folder)
+    os.environ[SHARED_RESULTS] = folder
+
+    def remove(app, exception):
+        shutil.rmtree(folder, ignore_errors=True)
+        if os.environ.get(SHARED_RESULTS) == folder:
+            del os.environ[SHARED_RESULTS]
+
+    app.connect("build-finished", remove)
+
+
 def _configure(app, config):
     app.parallel = build_jobs()
     _share_compiled_jax(app)
+    _share_results(app)
     for variable, value in MALLOC_REUSE.items():  # the kernels inherit them (a user's own kept)
         os.environ.setdefault(variable, value)
     if not getattr(myst_nb_direct.single_nb_execution, "starts_ipc_kernels", False):

@@ -62,9 +62,12 @@ __all__ = [
     "attention_scores",
     "evaluate_attention",
     "init_projections",
+    "one_rate_sweep",
     "retrieval_batch",
+    "steps_to_target",
     "train_at_best_rate",
     "train_attention",
+    "tuned_rate_sweep",
 ]
 
 OPTIMIZERS = ("sgd", "adam")
@@ -890,3 +893,139 @@ def _rate_grids(rates, count):
         if np.any(grid <= 0):
             raise ValueError(f"rates must be > 0, got {grid[grid <= 0][0]:g}")
     return grids
+
+
+def steps_to_target(losses, target, window=10):
+    """Steps until the training loss, averaged over ``window`` steps, first falls below ``target``.
+
+    Parameters
+    ----------
+    losses : numpy.ndarray
+        Shape ``(..., steps)``: a training curve per model.
+    target : float
+        The loss to reach.
+    window : int, optional
+        The moving average's length, ``>= 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(...)``: the first step whose window's mean is below
+        ``target`` (counted to the window's end), ``inf`` where none is.
+    """
+    window = _validate.count(window, "window")
+    kernel = np.ones(window) / window
+    smooth = np.apply_along_axis(np.convolve, -1, losses, kernel, mode="valid")
+    hit = smooth < target
+    first = np.argmax(hit, axis=-1) + window
+    return np.where(hit.any(axis=-1), first, np.inf)
+
+
+def one_rate_sweep(lengths, extra_multipliers, grid, dims, learning_rates, *, seeds, steps, target):
+    """The training chapter's sweep: every scale at one learning rate per optimizer.
+
+    At each number of keys ``lengths[k]`` every (head dimension, optimizer,
+    multiplier) is trained in one call of :func:`attnscale.train_attention` (seed
+    ``100 + k``: the same batches and initial weights for all), with the
+    read-out loss, then evaluated on 256 fresh queries.
+
+    Parameters
+    ----------
+    lengths : sequence of int
+        The numbers of keys.
+    extra_multipliers : dict
+        ``{n: sequence of float}``: the markers added to ``grid`` at ``n``.
+    grid : array_like
+        The multipliers tried at every length.
+    dims : sequence of int
+        Head dimensions.
+    learning_rates : dict
+        ``{optimizer: rate}``.
+    seeds, steps : int
+        Replicas and training steps.
+    target : float
+        The loss whose first crossing :func:`steps_to_target` counts.
+
+    Returns
+    -------
+    dict
+        ``{(optimizer, d, n): {"mult", "final", "steps"}}``: the sorted
+        multipliers, the final losses ``(seeds, scales)`` and the steps to
+        the target ``(seeds, scales)``.
+    """
+    runs = [(d, opt) for d in dims for opt in learning_rates]
+    sweep = {}
+    for k, n in enumerate(lengths):
+        mult = np.sort(np.concatenate([grid, extra_multipliers[int(n)]]))
+        res = train_attention(
+            int(n),
+            [d for d, _ in runs for _ in mult],
+            np.tile(mult, len(runs)),
+            replicas=seeds,
+            steps=steps,
+            batch=8,
+            optimizer=[opt for _, opt in runs for _ in mult],
+            learning_rate=[learning_rates[opt] for _, opt in runs for _ in mult],
+            loss="readout",
+            seed=100 + k,
+        )
+        final = evaluate_attention(res, int(n), 1.0, queries=256, measures=("loss",))["loss"]
+        for j, (d, opt) in enumerate(runs):
+            models = slice(j * mult.size, (j + 1) * mult.size)
+            sweep[(opt, d, int(n))] = {
+                "mult": mult,
+                "final": final[:, models],
+                "steps": steps_to_target(res.losses[:, models], target),
+            }
+    return sweep
+
+
+def tuned_rate_sweep(multipliers, rates, *, lengths=TUNED_LENGTHS, d=TUNED_D, seeds=TUNED_SEEDS, steps=100):
+    """The training chapter's tuned comparison: each scale at its best learning rate.
+
+    At each number of keys ``lengths[k]``, every optimizer's multipliers go
+    through :func:`attnscale.train_at_best_rate` side by side (search on seeds
+    ``300 + k``, the reported runs on seeds ``350 + k``), read-out loss,
+    evaluated on 256 fresh queries.
+
+    Parameters
+    ----------
+    multipliers : dict
+        ``{n: sequence of float}``: the multipliers tried at ``n``.
+    rates : dict
+        ``{optimizer: grid of learning rates}``.
+    lengths, d, seeds, steps : optional
+        Numbers of keys, head dimension, replicas and training steps.
+
+    Returns
+    -------
+    dict
+        ``{(optimizer, n): {"mult", "rate", "at_edge", "final"}}``, by
+        optimizer then length.
+    """
+    tuned = {}
+    for k, n in enumerate(lengths):
+        mult = np.sort(multipliers[n])
+        best = train_at_best_rate(
+            n,
+            d,
+            np.tile(mult, len(rates)),
+            [grid for grid in rates.values() for _ in mult],
+            replicas=seeds,
+            steps=steps,
+            batch=8,
+            optimizer=[opt for opt in rates for _ in mult],
+            loss="readout",
+            search_seed=300 + k,
+            seed=350 + k,
+        )
+        final = evaluate_attention(best.result, n, queries=256, seed=1, measures=("loss",))
+        for j, opt in enumerate(rates):
+            models = slice(j * mult.size, (j + 1) * mult.size)
+            tuned[(opt, n)] = {
+                "mult": mult,
+                "rate": best.rates[models],
+                "at_edge": best.at_edge[models],
+                "final": final["loss"][:, models],
+            }
+    return {(opt, n): tuned[(opt, n)] for opt in rates for n in lengths}
