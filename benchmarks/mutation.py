@@ -181,6 +181,12 @@ MUTANTS = [
         "a smaller head keeps the keys' rows it does not have",
     ),
     (
+        "models/training.py",
+        "            [grid for grid in rates.values() for _ in mult],\n",
+        '            [np.array([0.5 if opt == "sgd" else 0.01]) for opt in rates for _ in mult],\n',
+        "the 'tuned' runs use the sweep's one rate (tuning not done)",
+    ),
+    (
         "theory/exact.py",
         "graded_ends=d < _ROUGH_BELOW and d != round(d),",
         "graded_ends=False,",
@@ -754,12 +760,6 @@ CLAIM_MUTANTS = [
         '"alpha*": float(at.gaussian_alpha_star(n)),',
         '"alpha*": float(np.sqrt(np.log(n))),',
         "alpha* taken as sqrt(log n) (the entropy chapter's tangent scale)",
-    ),
-    (
-        "training",
-        "        [rates for rates in tune_rates.values() for _ in mult],\n",
-        '        [np.array([0.5 if opt == "sgd" else 0.01]) for opt in tune_rates for _ in mult],\n',
-        "the 'tuned' runs use the sweep's one rate (tuning not done)",
     ),
     (
         "evidence-training",

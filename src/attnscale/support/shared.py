@@ -63,8 +63,8 @@ def shared_result(compute, /, **arguments):
     Without the variable it is a plain call:
 
     >>> import os
-    >>> from attnscale.support.shared import shared_result
-    >>> os.environ.pop("ATTNSCALE_SHARED_RESULTS", None)
+    >>> from attnscale.support.shared import SHARED_RESULTS, shared_result
+    >>> _ = os.environ.pop(SHARED_RESULTS, None)
     >>> shared_result(dict, steps=100, seeds=5)
     {'steps': 100, 'seeds': 5}
     """
