@@ -46,11 +46,12 @@ Parts (every arm paired by seed: the same initial weights and batches):
     The same baselines on the needle task (the models of ``retrieval.py
     --only needle``: a ``key = value`` line planted in the SymPy text and
     asked at the end), O with RoPE in the plain and longest regimes,
-    trained at L = 64; exact match on the needle chapter's test windows
-    (5 depths of 32 windows at each length), each method at test only and
-    after the same fine-tune at 4L (on needle windows).  One more method at
-    test: position interpolation with YaRN's logit factor (``pi_logit``),
-    which separates YaRN's factor from its frequencies.  No oracle factor.
+    trained at L = 64; digit accuracy (exact match also stored) on the needle
+    chapter's test windows (5 depths of 32 windows at each length), each
+    method at test only and after the same fine-tune at 4L (on needle
+    windows).  One more method at test: position interpolation with YaRN's
+    logit factor (``pi_logit``), which separates YaRN's factor from its
+    frequencies.  No oracle factor.
 ``pi-logit-plain``, ``pi-logit-longest``
     The recall models of ``baselines-plain`` and ``baselines-longest``
     retrained (same seeds, same weights: PI and YaRN reproduce that file),

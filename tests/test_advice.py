@@ -113,6 +113,9 @@ def test_readme_opens_with_the_answers_and_their_levels():
         "contrastive": "contrastive losses",
         "length": "past the training length",
     }
+    from attnscale.practice import advice
+
+    assert f"it added about {advice.LENGTH_FINETUNE['yarn_gain']:.2f}" in readme  # the verdict's number
     for key, label in labels.items():
         start = readme.index(f"- **{label}:**")
         end = readme.find("\n- ", start + 1)

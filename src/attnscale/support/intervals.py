@@ -204,10 +204,12 @@ def crossed_interval(values, level=0.95):
 
     Where the estimate :math:`M_S + M_W - M_E` falls below
     :math:`\max(M_S, M_W)` (a chance low, possible when one factor has no
-    effect) the larger mean square is used instead.  Its own degrees of
-    freedom are then larger than the formula's, so the interval is not
-    always wider than the untruncated one (it is close to right when one
-    factor's variance is zero, the case that triggers it).  The degrees of
+    effect) the larger mean square is used instead, with the degrees of
+    freedom still from the formula above (with the truncated estimate in
+    its numerator).  That mean square's own degrees of freedom would be
+    larger; keeping the formula's makes the interval the wider of the two
+    choices (the interval is close to right when one factor's variance is
+    zero, the case that triggers it).  The degrees of
     freedom are floored at :math:`\min(S, W) - 1`: when the error mean square
     nearly cancels the others, :math:`\nu` can fall below one and
     :math:`t_\nu` grow without bound (a half-width wider than the data's
