@@ -52,6 +52,13 @@ from inside, so the README's build command stays one plain line:
   build shows every failing chapter, and ``tests/test_book.py`` injects
   its cell faults into one build.
 
+* The kernels are forked from one process that has already imported the
+  libraries most chapters import (``kernel_zygote.py``): each fresh kernel
+  spent one to two seconds of CPU on those imports, a sixth of the build.
+  A kernel started so sees the environment, folder and path an ordinary
+  one would, and if the zygote is missing the kernel starts the ordinary
+  way (``tests/test_kernel_zygote.py``).
+
 * The training chapter and its evidence page train the same sweep of
   heads.  Each build gives its kernels one fresh folder
   (``ATTNSCALE_SHARED_RESULTS``) where
@@ -66,9 +73,11 @@ enough to be read in parallel), stay the same.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -209,6 +218,14 @@ class IPCKernelManager(AsyncKernelManager):
     def _ipc_transport(self) -> str:
         return "ipc"
 
+    def format_kernel_cmd(self, extra_arguments=None):
+        """The kernel's command; in a build with a zygote, the stub that forks it from the zygote."""
+        command = super().format_kernel_cmd(extra_arguments)
+        zygote = os.environ.get(KERNEL_ZYGOTE, "")
+        if zygote and command[1:3] == ["-m", "ipykernel_launcher"]:
+            return [sys.executable, str(ZYGOTE_PROGRAM), "kernel", zygote, *command[3:]]
+        return command
+
     @default("ip")
     def _socket_prefix(self) -> str:
         return os.path.join(tempfile.gettempdir(), f"attnscale-kernel-{uuid.uuid4().hex[:16]}")
@@ -236,6 +253,42 @@ MALLOC_REUSE = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": 
 #: (``attnscale.support.shared.SHARED_RESULTS``; the extension does not import
 #: the package, which the kernels load from the environment).
 SHARED_RESULTS = "ATTNSCALE_SHARED_RESULTS"
+
+#: The environment variable naming the zygote's socket (``kernel_zygote.py``), and that program.
+KERNEL_ZYGOTE = "ATTNSCALE_KERNEL_ZYGOTE"
+ZYGOTE_PROGRAM = Path(__file__).with_name("kernel_zygote.py")
+
+
+def _start_zygote(app) -> None:
+    """Start the process the build's kernels are forked from (``kernel_zygote.py``); stop it at the end.
+
+    Only for a parallel read, whose kernels have one BLAS thread each: the
+    zygote must have a single thread when it forks.  A stub that finds no
+    zygote starts an ordinary kernel, so a zygote that fails to start or
+    refuses only makes the build slower.  A user's own setting is kept
+    (an empty one turns the zygote off).
+    """
+    if KERNEL_ZYGOTE in os.environ:
+        return
+    path = os.path.join(tempfile.gettempdir(), f"attnscale-zygote-{uuid.uuid4().hex[:16]}")
+    zygote = subprocess.Popen(
+        [sys.executable, str(ZYGOTE_PROGRAM), "serve", path], stdin=subprocess.DEVNULL, env=os.environ.copy()
+    )
+    os.environ[KERNEL_ZYGOTE] = path
+
+    def stop(app=None, exception=None):
+        if zygote.poll() is None:
+            zygote.terminate()
+            try:
+                zygote.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                zygote.kill()
+        if os.environ.get(KERNEL_ZYGOTE) == path:
+            del os.environ[KERNEL_ZYGOTE]
+
+    app.connect("build-finished", stop)
+    atexit.register(stop)
+
 
 #: JAX's persistent compilation cache, under the build's output folder.
 JAX_CACHE = ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
@@ -297,6 +350,7 @@ def _configure(app, config):
         # others' (a user's own setting is kept).
         for variable in BLAS_THREADS:
             os.environ.setdefault(variable, "1")
+        _start_zygote(app)
         sphinx.builders.make_chunks = _heaviest_first(app)
         if not getattr(ParallelTasks.join, "keeps_going", False):
             ParallelTasks._join_one = _join_one_keep_going
