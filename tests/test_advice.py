@@ -115,7 +115,7 @@ def test_readme_opens_with_the_answers_and_their_levels():
     }
     from attnscale.practice import advice
 
-    assert f"it added about {advice.LENGTH_FINETUNE['yarn_gain']:.2f}" in readme  # the verdict's number
+    assert f"added about {advice.LENGTH_FINETUNE['yarn_gain']:.2f} of accuracy" in readme  # the verdict's
     for key, label in labels.items():
         start = readme.index(f"- **{label}:**")
         end = readme.find("\n- ", start + 1)
@@ -169,7 +169,7 @@ def test_the_length_row_says_what_was_tested():
     assert "logit factor" in row.recommendation and "$4L$" in row.recommendation
     assert "base-$10^4$" in row.sure and "untested" in row.sure
     assert "briefly" not in verdict and "target length" not in verdict
-    assert "its lead is its logit factor" in verdict and "untested" in verdict
+    assert "lead was its logit factor" in verdict and "untested" in verdict
     assert "the one piece of evidence for the carry" not in verdict  # a NoPE result, not the RoPE carry
     share = f"{100 * advice.LENGTH_FINETUNE['token_share']:.0f}% of the training tokens"
     assert share in verdict and share in advice.CALCULATOR_HOW["length"] and share in NOTES["past L"]

@@ -79,8 +79,9 @@ async def _with_kernel(zygote_path, folder, body):
 #: What a chapter's kernel can see of how it was started.
 PROBE = (
     "import os, sys\n"
+    "from ipykernel.kernelapp import IPKernelApp\n"
     "print(repr((os.environ['ZYGOTE_TEST_MARK'], os.getcwd(), sys.path, sys.argv[0],"
-    " os.environ.get('MPLBACKEND'))))\n"
+    " os.environ.get('MPLBACKEND'), IPKernelApp.instance().parent_handle)))\n"
     "print('scipy.stats' in sys.modules, os.getpid())"
 )
 

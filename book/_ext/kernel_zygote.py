@@ -55,12 +55,19 @@ PRELOAD = (
     "sympy",
     "matplotlib",
     "matplotlib.pyplot",
+    "sympy.stats",
     "IPython",
+    "IPython.display",
     "ipykernel.kernelapp",
+    "myst_nb",
     "jax",
     "jax.numpy",
     "attnscale",
 )
+
+#: Packages whose every module the zygote imports too (but ``__main__``): the book's own package,
+#: whose source files have no cached bytecode when ``PYTHONDONTWRITEBYTECODE`` is set.
+PRELOAD_PACKAGES = ("attnscale",)
 
 #: How long a kernel stub waits for the zygote to listen before it starts a kernel itself.
 WAIT_SECONDS = 30.0
@@ -181,7 +188,9 @@ def _become_kernel(request: dict, streams: list[int]) -> None:
     try:
         from ipykernel import kernelapp
 
-        kernelapp.launch_new_instance()
+        # the kernel app's parent_handle defaults to JPY_PARENT_PID as it was when the zygote
+        # imported ipykernel (unset): give it the kernel's own
+        kernelapp.IPKernelApp.launch_instance(parent_handle=int(os.environ.get("JPY_PARENT_PID") or 0))
     except SystemExit as stop:
         status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     except BaseException:  # reported on the kernel's stderr, as a kernel that crashes would
@@ -203,6 +212,7 @@ def _become_kernel(request: dict, streams: list[int]) -> None:
 def serve(path: str) -> None:
     """Import :data:`PRELOAD`, then fork a kernel for each request on the Unix socket ``path``."""
     import importlib
+    import pkgutil
     import selectors
 
     for name in PRELOAD:
@@ -210,6 +220,14 @@ def serve(path: str) -> None:
             importlib.import_module(name)
         except ImportError:
             pass  # a kernel that needs it imports it (or fails) as it would have
+    for package in PRELOAD_PACKAGES:
+        root = sys.modules.get(package)
+        for module in pkgutil.walk_packages(getattr(root, "__path__", []), package + "."):
+            if not module.name.endswith("__main__"):
+                try:
+                    importlib.import_module(module.name)
+                except ImportError:
+                    pass
     if _threads() > 1:
         sys.exit(f"kernel_zygote: {_threads()} threads after the imports; a fork would lose them")
     parent = os.getppid()

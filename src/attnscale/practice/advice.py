@@ -71,8 +71,8 @@ __all__ = [
 #: What to do with RoPE past the training length, in plain words: part of
 #: ``LENGTH_VERDICT`` and of the calculator's line under its marked row (``CALCULATOR_HOW``).
 ROPE_FIRST = (
-    "with RoPE, use YaRN's logit factor, on YaRN's by-part interpolation of the rotary frequencies "
-    "or on position interpolation's, fine-tuned past the training length when you can"
+    "with RoPE, use YaRN: its by-part interpolation of the rotary frequencies with its own logit "
+    "factor, fine-tuned past the training length when you can"
 )
 
 #: The fine-tune the carry sweep tested: at ``stretch`` times the training length, on ``token_share``
@@ -90,16 +90,16 @@ _FINETUNE = (
 
 #: The answers table's cell for running past the training length (at most 25 words).
 LENGTH_USE = (
-    "with RoPE, YaRN's logit factor on YaRN's or interpolated frequencies (small models), optionally "
-    f"fine-tuned at ${LENGTH_FINETUNE['stretch']}L$ (+{LENGTH_FINETUNE['yarn_gain']:.2f}); without "
-    "positions, $\\log_L n$ on every head for recall"
+    f"with RoPE, YaRN (its logit factor led in small models); a ${LENGTH_FINETUNE['stretch']}L$ "
+    f"fine-tune: +{LENGTH_FINETUNE['yarn_gain']:.2f} accuracy at $16L$; without positions, "
+    "$\\log_L n$ on every head, for recall"
 )
 
 #: How close position interpolation given YaRN's logit factor stayed to YaRN in the carry sweep:
 #: the largest far end of their paired 95% intervals over recall and the needle, both regimes,
-#: every length tested, rounded up to hundredths.  Typed because the package does not ship the
-#: results files; the evidence appendix (section *The same rules on the needle*) recomputes it
-#: and fails if it differs.
+#: 2L to 16L, rounded up to hundredths (a description of the data, not a test of them).  Typed
+#: because the package does not ship the results files; the evidence appendix (section *The same
+#: rules on the needle*) recomputes it and fails if it differs.
 PI_FACTOR_MARGIN = 0.05
 
 #: The carry sweep's law without positions, as its appendix fits it from ``book/data/carry-law-*.json``
@@ -170,23 +170,25 @@ def carry_law_clause(train_lengths, c_drift, c_half) -> str:
 #: about length rules, at two confidence levels stated apart.
 LENGTH_VERDICT = (
     ROPE_FIRST
-    + ".  In the book's small RoPE decoders, on recall and on a needle in text, YaRN applied at test "
-    "led every other test-time rule at $16L$ (position interpolation, an NTK-aware base with or "
-    "without a $\\log n$ factor, Qwen's dynamic NTK, YaRN without its logit factor).  There "
-    "its lead is its logit factor: at $L = 64$ YaRN's by-part frequencies did not beat position "
-    "interpolation's (with the longer base they cost a point or two), and position interpolation "
-    f"given YaRN's factor stayed within {PI_FACTOR_MARGIN:.2f} of YaRN at every length, with small "
-    "resolved differences both ways.  "
+    + ".  In the book's small RoPE decoders ($L = 64$), on recall and on a needle in text, YaRN "
+    "applied at test led every other test-time rule at $16L$.  Those rules were position "
+    "interpolation, an NTK-aware base with or without a $\\log n$ factor, Qwen's dynamic NTK, and "
+    "YaRN without its logit factor.  Its lead was its logit factor: position interpolation given "
+    f"the same factor stayed within {PI_FACTOR_MARGIN:.2f} of YaRN at every length, with small "
+    "resolved differences both ways.  Without the factor, YaRN's by-part frequencies were within a "
+    "point or two of position interpolation's, either way.  At $L = 64$ the two frequency rules "
+    "nearly coincide; in a 4k, base-$10^4$ model they differ in most pairs, so there the swap is "
+    "untested.  "
     + f"A fine-tune at ${LENGTH_FINETUNE['stretch']}L$ on {100 * LENGTH_FINETUNE['token_share']:.0f}% of "
-    f"the training tokens added about {LENGTH_FINETUNE['yarn_gain']:.2f} to YaRN at $16L$; no "
-    "fine-tune at $16L$ was tried.  A static YaRN, with its stretch fixed, also rescales prompts "
-    "shorter than the stretched length: fine-tuned and run at a stretch of 4, YaRN lost recall at "
-    "$L$ with the longer base.  "
+    f"the training tokens added about {LENGTH_FINETUNE['yarn_gain']:.2f} of accuracy to YaRN at "
+    "$16L$; no fine-tune at $16L$ was tried.  A static YaRN, with its stretch fixed, also rescales "
+    "prompts shorter than the stretched length.  Fine-tuned and run at a stretch of 4, every rule "
+    "lost recall at $L$ in the regime spanned like a 4k, base-$10^4$ model (not on the needle).  "
     "The $\\log n/\\log L$ factor on every head comes second, and only for heads without "
     "positions: there it won back over half of the recall lost by $16L$ (it hurt a language model's "
     "loss).  Confidence: medium for the models tested here; low carried to a 4k to 32k model with "
     "base $10^4$.  The sweep built to match that model's rotary spectrum did not learn the task, so "
-    "whether YaRN's lead over position interpolation carries with RoPE is untested.  Separately, "
+    "whether YaRN's lead carries with RoPE is untested.  Separately, "
     + carry_law_clause(**CARRY_LAW)
 )
 
@@ -221,20 +223,20 @@ CALCULATOR_ROWS = {
 #: row; an answer without an entry needs no words beyond its row).
 CALCULATOR_HOW = {
     "length": (
-        "with RoPE, use YaRN: interpolate the rotary frequencies by part for s = n/L (or all by s, as "
-        "position interpolation does: as good in the book's small models) and multiply the logits by "
-        "this row's factor, {factor:.4g} here, its own (in those models this factor made YaRN's lead); "
-        "fine-tune when you can (the book tested " + _FINETUNE + ": it added a little). "
+        "with RoPE, use YaRN: interpolate the rotary frequencies by part for s = n/L and multiply the "
+        "logits by this row's factor, {factor:.4g} here, its own (in the book's small models this factor "
+        "made YaRN's lead); fine-tune when you can (the book tested " + _FINETUNE + ": it added about "
+        f"{LENGTH_FINETUNE['yarn_gain']:.2f} of accuracy at 16L). A static stretch also rescales short "
+        "prompts. "
         "Without positions, multiply the trained logits past L by log n/log L on every head instead. "
         "Tested in small decoders only (ch. recipes, evidence appendix)"
     ),
     "length causal": (
-        "with RoPE, use YaRN: interpolate the rotary frequencies by part for s = n/L (or all by s, as "
-        "position interpolation does) and multiply the logits of every position by this row's factor, "
-        "{factor:.4g} here, its own (dynamic YaRN "
+        "with RoPE, use YaRN: interpolate the rotary frequencies by part for s = n/L and multiply the "
+        "logits of every position by this row's factor, {factor:.4g} here, its own (dynamic YaRN "
         "rescales the whole cache as n grows); fine-tune when you can (the book tested "
         + _FINETUNE
-        + ": it added a little). Without positions, "
+        + f": it added about {LENGTH_FINETUNE['yarn_gain']:.2f} of accuracy at 16L). Without positions, "
         "multiply the query at each position t > L by log t/log L instead. Tested in small decoders only"
     ),
     "cosine": (

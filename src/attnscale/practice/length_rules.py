@@ -298,7 +298,8 @@ def yarn_frequency_factors(
     release clips them (:math:`i_\text{lo} \ge 0`, :math:`i_\text{hi} \le d_h - 1`).
     The published :math:`\beta` (32 and 1) were chosen for :math:`L` of
     thousands of tokens; at :math:`L = 64` no pair turns 32 times, so every
-    pair is interpolated at least a little.
+    pair but the fastest (the ramp's low end is clipped at 0) is
+    interpolated at least a little.
 
     Examples
     --------
