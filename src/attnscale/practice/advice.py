@@ -169,8 +169,7 @@ def carry_law_clause(train_lengths, c_drift, c_half) -> str:
 #: which glues its numbers from ``book/data/carry-*.json``) and the recall and needle sweeps support
 #: about length rules, at two confidence levels stated apart.
 LENGTH_VERDICT = (
-    ROPE_FIRST
-    + ".  In the book's small RoPE decoders ($L = 64$), on recall and on a needle in text, YaRN "
+    ROPE_FIRST + ".  In the book's small RoPE decoders ($L = 64$), on recall and on a needle in text, YaRN "
     "applied at test led every other test-time rule at $16L$.  Those rules were position "
     "interpolation, an NTK-aware base with or without a $\\log n$ factor, Qwen's dynamic NTK, and "
     "YaRN without its logit factor.  Its lead was its logit factor: position interpolation given "
@@ -188,8 +187,7 @@ LENGTH_VERDICT = (
     "positions: there it won back over half of the recall lost by $16L$ (it hurt a language model's "
     "loss).  Confidence: medium for the models tested here; low carried to a 4k to 32k model with "
     "base $10^4$.  The sweep built to match that model's rotary spectrum did not learn the task, so "
-    "whether YaRN's lead carries with RoPE is untested.  Separately, "
-    + carry_law_clause(**CARRY_LAW)
+    "whether YaRN's lead carries with RoPE is untested.  Separately, " + carry_law_clause(**CARRY_LAW)
 )
 
 
