@@ -115,7 +115,9 @@ def test_readme_opens_with_the_answers_and_their_levels():
     }
     from attnscale.practice import advice
 
-    assert f"added about {advice.LENGTH_FINETUNE['yarn_gain']:.2f} of accuracy" in readme  # the verdict's
+    low, high = advice.LENGTH_FINETUNE["yarn_gain"]  # the verdict's numbers, as the README gives them
+    assert f"added {low:.2f}–{high:.2f} of accuracy" in readme
+    assert f"never more than {advice.PI_FACTOR['behind']:.2f} behind" in readme
     for key, label in labels.items():
         start = readme.index(f"- **{label}:**")
         end = readme.find("\n- ", start + 1)

@@ -12,6 +12,7 @@ that it runs a kernel only for its faulty pages.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -39,6 +40,11 @@ def test_book_builds_clean(built_book):
     sphinx_warnings = [line for line in log.splitlines() if "WARNING:" in line or "ERROR:" in line]
     assert sphinx_warnings == []
     assert (html / "index.html").exists()
+    # its kernels are forked from one process (book/_ext/kernel_zygote.py), each a fresh kernel
+    # for its chapter: tests/test_rerun.py compares them with kernels started the ordinary way
+    if os.environ.get("ATTNSCALE_KERNEL_ZYGOTE") is None and not os.environ.get("ATTNSCALE_BUILT_HTML"):
+        assert "parallel_chapters: kernels forked from one process" in log
+        assert "Ctrl-C will not work" not in log  # each forked kernel knows its parent, as a fresh one
 
 
 @pytest.mark.parametrize("chapter", notebook_chapters(), ids=lambda p: p.stem)
@@ -165,6 +171,8 @@ def test_probe_builds_clean_and_never_stale(tmp_path):
     assert "first" in page.read_text()
     # the faults below are injected into a book that Sphinx reads in parallel, as the real one
     assert "parallel_chapters: 6 documents" in result.stdout + result.stderr
+    # ... too small for forking its kernels to pay (book/_ext/parallel_chapters.py)
+    assert "kernels forked from one process" not in result.stdout + result.stderr
     # ... whose kernels listen on socket files, not on TCP ports that two kernels can draw alike
     assert "Kernel is running over TCP" not in result.stdout + result.stderr
     (source / "book" / "probe_helper.py").write_text('MARKER = "second"\n')

@@ -259,17 +259,26 @@ KERNEL_ZYGOTE = "ATTNSCALE_KERNEL_ZYGOTE"
 ZYGOTE_PROGRAM = Path(__file__).with_name("kernel_zygote.py")
 
 
+#: The fewest chapters (``book/*.md``) for which the zygote pays: its imports cost about three
+#: seconds of CPU, and a small book (the tests' probe books) saves less than that.
+ZYGOTE_MIN_CHAPTERS = 12
+
+
 def _start_zygote(app) -> None:
     """Start the process the build's kernels are forked from (``kernel_zygote.py``); stop it at the end.
 
-    Only for a parallel read, whose kernels have one BLAS thread each: the
-    zygote must have a single thread when it forks.  A stub that finds no
-    zygote starts an ordinary kernel, so a zygote that fails to start or
-    refuses only makes the build slower.  A user's own setting is kept
-    (an empty one turns the zygote off).
+    Only for a parallel read of a book of at least :data:`ZYGOTE_MIN_CHAPTERS`
+    chapters, whose kernels have one BLAS thread each: the zygote must have
+    a single thread when it forks.  It starts when the configuration is
+    read, so that its imports overlap Sphinx's own start.  A stub that finds
+    no zygote starts an ordinary kernel, so a zygote that fails to start or
+    refuses only makes the build slower.  A user's own setting is kept (an
+    empty one turns the zygote off).
     """
-    if KERNEL_ZYGOTE in os.environ:
+    chapters = len(list(Path(app.srcdir, "book").glob("*.md")))
+    if KERNEL_ZYGOTE in os.environ or chapters < ZYGOTE_MIN_CHAPTERS:
         return
+    logger.info(f"parallel_chapters: kernels forked from one process ({chapters} chapters)")
     path = os.path.join(tempfile.gettempdir(), f"attnscale-zygote-{uuid.uuid4().hex[:16]}")
     zygote = subprocess.Popen(
         [sys.executable, str(ZYGOTE_PROGRAM), "serve", path], stdin=subprocess.DEVNULL, env=os.environ.copy()
