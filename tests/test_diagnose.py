@@ -1050,3 +1050,55 @@ def test_planted_and_short_tails_are_not_widened():
     np.testing.assert_array_equal(out.factor_interval, out.sampling_interval)
     # from 64 order statistics on (256 keys) they are
     assert at.diagnose_law(rng.normal(size=(64, 256)), [4096], resamples=20).model_bias[0] > 0
+
+
+# --- internals the battery's coverage claim reads only loosely -----------------
+
+
+def test_tail_fits_are_equivariant_under_a_scale_of_the_spacings():
+    """Spacings times c: every fit's intercept moves by log c, its slope and residual stay.
+
+    Small spacings (here 1e-4 of the rows') must count like any others: a
+    floor on the spacings a rank needs to enter the fit would drop them all.
+    """
+    from attnscale.theory.diagnose import _tail_fits
+
+    rng = np.random.default_rng(RNG_SEED)
+    rows = np.sort(rng.standard_normal((64, 1024)), axis=-1)[:, ::-1]
+    k = 256
+    mean_spacing = (rows[:, :k] - rows[:, 1 : k + 1]).mean(axis=0)
+    big, small = _tail_fits(mean_spacing, 1024, k), _tail_fits(1e-4 * mean_spacing, 1024, k)
+    assert set(big) == set(small) == {"weibull", "power"}
+    for model in big:
+        (c0, slope, rss), (c0_s, slope_s, rss_s) = big[model], small[model]
+        np.testing.assert_allclose([slope_s, rss_s], [slope, rss], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(c0_s, c0 + np.log(1e-4), rtol=1e-12)
+
+
+def test_expanded_tails_against_mpmath():
+    """The expanded percentile interval's quantiles, with Student's quantile solved in mpmath."""
+    import mpmath as mp
+
+    from attnscale.theory.diagnose import _expanded_tails
+
+    mp.mp.dps = 30
+    for level, rows in ((0.9, 10), (0.95, 64), (0.8, 5)):
+        nu = rows - 1
+
+        def t_cdf(x, nu=nu):  # Student's t via the regularized incomplete beta (x > 0)
+            return 1 - mp.betainc(nu / 2, mp.mpf(1) / 2, 0, nu / (nu + x**2), regularized=True) / 2
+
+        target = (1 + mp.mpf(level)) / 2
+        quantile = mp.findroot(lambda x, target=target: t_cdf(x) - target, 1.5)
+        upper = float(mp.ncdf(mp.sqrt(mp.mpf(rows) / nu) * quantile))
+        np.testing.assert_allclose(_expanded_tails(level, rows), [1 - upper, upper], rtol=1e-10)
+
+
+def test_nan_median_is_the_nearest_order_statistic_with_broken_rows_infinite():
+    """A broken row (NaN) counts as an infinite factor; of two rows the lower is the median."""
+    from attnscale.theory.diagnose import _nan_median
+
+    assert _nan_median(np.array([[1.0], [np.nan]]))[0] == 1.0
+    assert _nan_median(np.array([[np.nan], [np.nan], [2.0]]))[0] == np.inf
+    values = np.random.default_rng(RNG_SEED).standard_normal((9, 3))
+    np.testing.assert_array_equal(_nan_median(values), np.sort(values, axis=0)[4])
