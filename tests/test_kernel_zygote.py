@@ -166,7 +166,20 @@ def test_the_manager_starts_an_ordinary_kernel_without_the_variable(monkeypatch)
     assert km.format_kernel_cmd()[1:3] == ["-m", "ipykernel_launcher"]
 
 
-def test_the_zygote_preloads_only_what_is_installed():
+def test_a_refusing_zygote_sends_its_stubs_to_ordinary_kernels_at_once(tmp_path):
+    """A zygote that cannot fork safely leaves SOCKET.refused: a stub then starts its own kernel."""
+    path = tmp_path / "z"
+    (tmp_path / "z.refused").write_text("refused\n")
+    program = (
+        f"import sys; sys.path.insert(0, {str(ZYGOTE.parent)!r}); import kernel_zygote as k; "
+        f"k.kernel_stub({str(path)!r}, ['--version'])"
+    )
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and time.monotonic() - started < 10, result  # not its 30 s wait
+
+
+def test_the_zygote_preloads_what_the_chapters_import():
     module = load_extension("kernel_zygote")
     assert {"numpy", "scipy.stats", "sympy", "matplotlib.pyplot", "attnscale"} <= set(module.PRELOAD)
     assert Path(module.__file__).resolve() == ZYGOTE.resolve() == PARALLEL.ZYGOTE_PROGRAM.resolve()

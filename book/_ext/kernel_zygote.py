@@ -27,7 +27,8 @@ Two programs in one file:
     it and exits with its status, so to the kernel manager it *is* the
     kernel.  If the zygote does not answer (not started, refused, gone), it
     becomes an ordinary kernel itself (``exec``), so nothing fails for want
-    of a zygote: it is only slower.
+    of a zygote: it is only slower.  A zygote that refuses leaves a file
+    ``SOCKET.refused`` beside the socket, so the stubs stop waiting at once.
 
 Only the start changes: each chapter still runs alone in a process of its
 own, in its own folder, with the environment it would have had; the state
@@ -110,7 +111,7 @@ def _connect(path: str, deadline: float):
             return client
         except OSError:
             client.close()
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or os.path.exists(path + ".refused"):
                 return None
             time.sleep(0.05)
 
@@ -215,21 +216,30 @@ def serve(path: str) -> None:
     import pkgutil
     import selectors
 
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass  # a kernel that needs it imports it (or fails) as it would have
-    for package in PRELOAD_PACKAGES:
-        root = sys.modules.get(package)
-        for module in pkgutil.walk_packages(getattr(root, "__path__", []), package + "."):
-            if not module.name.endswith("__main__"):
-                try:
-                    importlib.import_module(module.name)
-                except ImportError:
-                    pass
+    def refuse(reason):
+        """Tell the waiting stubs to start ordinary kernels now, and stop."""
+        with open(path + ".refused", "w") as note:
+            note.write(reason + "\n")
+        sys.exit(f"kernel_zygote: {reason}")
+
+    try:
+        for name in PRELOAD:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass  # a kernel that needs it imports it (or fails) as it would have
+        for package in PRELOAD_PACKAGES:
+            root = sys.modules.get(package)
+            for module in pkgutil.walk_packages(getattr(root, "__path__", []), package + "."):
+                if not module.name.endswith("__main__"):
+                    try:
+                        importlib.import_module(module.name)
+                    except ImportError:
+                        pass
+    except Exception as error:  # a module that fails on import: its kernel will say so itself
+        refuse(f"preloading failed ({type(error).__name__}: {error})")
     if _threads() > 1:
-        sys.exit(f"kernel_zygote: {_threads()} threads after the imports; a fork would lose them")
+        refuse(f"{_threads()} threads after the imports; a fork would lose them")
     parent = os.getppid()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path + ".new")

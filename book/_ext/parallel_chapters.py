@@ -74,6 +74,7 @@ enough to be read in parallel), stay the same.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -294,6 +295,8 @@ def _start_zygote(app) -> None:
                 zygote.kill()
         if os.environ.get(KERNEL_ZYGOTE) == path:
             del os.environ[KERNEL_ZYGOTE]
+        with contextlib.suppress(OSError):
+            os.unlink(path + ".refused")
 
     app.connect("build-finished", stop)
     atexit.register(stop)
