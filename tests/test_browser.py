@@ -2,9 +2,10 @@
 
 Serves the session's build on 127.0.0.1, opens every page in headless
 Chromium (Debian's, driven by Playwright), waits for MathJax, and checks the
-page; a screenshot of each lands in ``_build/screenshots/`` (the first
-screen; the whole page with ATTNSCALE_FULL_SCREENSHOTS=1, which is slow:
-the API page alone is tens of thousands of pixels tall).
+page; with ATTNSCALE_SCREENSHOTS=1 a screenshot of each view lands in
+``_build/screenshots/`` (the first screen; the whole page with
+ATTNSCALE_SCREENSHOTS=full, which is slow: the API page alone is tens of
+thousands of pixels tall).  No check reads them, so the suite takes none.
 Skipped when Chromium is not installed, unless ATTNSCALE_REQUIRE_BROWSER=1.
 
 Each page is loaded once, then laid out at each width and switched to each
@@ -79,11 +80,17 @@ SHOWS_CODE = {path for path in notebook_chapters() if _shows_code(path)}
 
 
 def _screenshot(tab, name: str) -> None:
-    """Save what the reader sees first (or the whole page, on request)."""
+    """On request (ATTNSCALE_SCREENSHOTS=1, or =full): save what the reader sees first, or the whole page.
+
+    For a person to look at; no check reads them, and 120 of them cost the
+    suite some 20 s of a core.
+    """
+    wanted = os.environ.get("ATTNSCALE_SCREENSHOTS", "")
+    if wanted not in ("1", "full"):
+        return
     shots = ROOT / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
-    full = os.environ.get("ATTNSCALE_FULL_SCREENSHOTS") == "1"
-    tab.screenshot(path=str(shots / f"{name}.png"), full_page=full)
+    tab.screenshot(path=str(shots / f"{name}.png"), full_page=wanted == "full")
 
 
 # Each page is loaded once: loading and typesetting a page (3-6 s) is what

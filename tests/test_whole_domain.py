@@ -11,6 +11,8 @@ diffuse row) is far outside it.
 
 from __future__ import annotations
 
+import functools
+
 import mpmath
 import numpy as np
 import pytest
@@ -70,13 +72,17 @@ def _exact(s, alpha):
         }
 
 
-EXACT = {name: _exact(*row) for name, row in ROWS.items()}
+@functools.cache
+def exact_row(name: str) -> dict:
+    """``_exact`` of the row ``name``, once per process: computed when a test asks (40 digits over
+    2e4 keys take seconds), not when the file is collected on every worker."""
+    return _exact(*ROWS[name])
 
 
 @pytest.mark.parametrize("name", list(ROWS))
 def test_weights(name):
     s, alpha = ROWS[name]
-    want = EXACT[name]["p"]
+    want = exact_row(name)["p"]
     got = softmax(s, alpha)
     # relative on every weight a double can hold; underflowed ones are 0 in both routes
     held = want > 1e-300
@@ -102,7 +108,7 @@ def test_row_quantity(name, quantity, function):
         s = s[:2_000]  # gradient_l1 forms the n x n Jacobian: a shorter row of the same law
         want = _exact(s, alpha)[quantity]
     else:
-        want = EXACT[name][quantity]
+        want = exact_row(name)[quantity]
     got = float(function(s, alpha))
     assert got == pytest.approx(want, rel=RTOL, abs=0), (name, quantity, got, want)
 
