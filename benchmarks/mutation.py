@@ -133,6 +133,12 @@ MUTANTS = [
         "off-by-one in n in the decoder's best scale",
     ),
     (
+        "theory/decoder.py",
+        "node_shares = expected_gradient(alpha, node_positions) / gradient_limit(node_positions)",
+        "node_shares = np.maximum(gradient_fraction(alpha, node_positions), 0)",
+        "mean-field share in place of the exact share kappa (decoders chapter)",
+    ),
+    (
         "theory/montecarlo.py",
         "rest = rng.chisquare(d - 1.0, (samples, n))",
         "rest = rng.chisquare(d - 2.0, (samples, n))",
@@ -635,12 +641,6 @@ CLAIM_MUTANTS = [
         "rms deviation of c(d) log n reported as a mean absolute deviation",
     ),
     # --- decoders, entropy-invariance, recipes, training
-    (
-        "decoders",
-        "    name: at.expected_gradient(a, nodes) / limit_nodes",
-        "    name: np.maximum(at.gradient_fraction(a, nodes), 0)",
-        "mean-field share in place of the exact share kappa",
-    ),
     (
         "decoders",
         '"α*(L/2)": float(at.gaussian_alpha_star(L / 2)),',

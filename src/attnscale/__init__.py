@@ -55,7 +55,7 @@ from .theory.cosine import (
     cosine_log_mgf,
     cosine_objective,
 )
-from .theory.decoder import best_causal_scale, gradient_fraction
+from .theory.decoder import best_causal_scale, exact_gradient_shares, gradient_fraction
 from .theory.deepnet import ARCHITECTURES, activation_second_moments, layer_second_moments, log_growth_law
 from .theory.diagnose import (
     LawDiagnosis,
@@ -159,6 +159,7 @@ __all__ = [
     "entropy_matched_scale",
     "entropy_matching_scale",
     "evaluate_attention",
+    "exact_gradient_shares",
     "expected_collision",
     "expected_entropy",
     "expected_gradient",

@@ -18,9 +18,10 @@ from scipy.optimize import minimize_scalar
 
 from ..support import _validate
 from .cosine import _log_ratio_and_slope, cosine_alpha_star, cosine_objective
+from .exact import expected_gradient, gradient_limit
 from .gaussian import gaussian_alpha_star, gaussian_objective
 
-__all__ = ["best_causal_scale", "gradient_fraction"]
+__all__ = ["best_causal_scale", "exact_gradient_shares", "gradient_fraction"]
 
 #: Positions summed term by term; beyond, the sum over positions is an integral.
 EXACT_POSITIONS = 1024
@@ -287,3 +288,56 @@ def best_causal_scale(max_length, d=None):
     alpha = float(np.exp(result.x))
     n_equivalent = min(max(shares.n_equivalent(alpha), 2.0), float(max_length))
     return alpha, n_equivalent, -float(result.fun)
+
+
+def exact_gradient_shares(alpha, max_length, nodes=24):
+    r"""Share :math:`\kappa(\alpha, n) = g(\alpha, n) / g_\infty(n)` of the exact gradient's limit, n = 2..L.
+
+    :math:`g(\alpha, n) = \mathbb E\,\alpha(1 - \sum_i p_i^2)` is the exact
+    expected gradient of :math:`n` i.i.d. standard normal scores
+    (:func:`attnscale.expected_gradient`) and :math:`g_\infty(n)` its limit as
+    :math:`\alpha \to \infty` (:func:`attnscale.gradient_limit`).  It is
+    computed exactly at ``nodes`` positions spaced geometrically from 2 to
+    :math:`L` and interpolated linearly in :math:`\log n` in between: the
+    share is smooth in :math:`\log n`, and the *Decoders* chapter checks the
+    interpolation at positions off the nodes (to 2e-3 relative, against the
+    share at the nearest node, which is further off).
+
+    Parameters
+    ----------
+    alpha : float
+        The fixed scale, ``>= 0``.
+    max_length : int
+        The longest sequence :math:`L`, ``>= 2``.
+    nodes : int, optional
+        How many positions are computed exactly (fewer where rounding to
+        whole positions makes two coincide).
+
+    Returns
+    -------
+    shares : numpy.ndarray
+        :math:`\kappa(\alpha, n)` for :math:`n = 2, \dots, L`, in (0, 1).
+    node_positions : numpy.ndarray
+        The positions computed exactly.
+    node_shares : numpy.ndarray
+        :math:`\kappa` at them.
+
+    Examples
+    --------
+    At :math:`\alpha = 1` a row of two keys keeps about two thirds of the
+    limit, and the share falls with the length:
+
+    >>> import numpy as np
+    >>> from attnscale import exact_gradient_shares
+    >>> shares, _, _ = exact_gradient_shares(1.0, 4096)
+    >>> round(float(shares[0]), 3), bool(np.all(np.diff(shares) < 0))
+    (0.644, True)
+    """
+    alpha = _validate.nonnegative_number(alpha, "alpha")
+    max_length = _validate.count(max_length, "max_length", 2)
+    nodes = _validate.count(nodes, "nodes", 2)
+    node_positions = np.unique(np.round(np.geomspace(2, max_length, nodes)))
+    node_shares = expected_gradient(alpha, node_positions) / gradient_limit(node_positions)
+    positions = np.arange(2, max_length + 1)
+    shares = np.interp(np.log(positions), np.log(node_positions), node_shares)
+    return shares, node_positions, node_shares
