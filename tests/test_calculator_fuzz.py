@@ -172,10 +172,6 @@ def test_cli_answers_every_argument_list_with_a_table_or_one_line(args):
     ],
 )
 def test_worst_settings_in_bounded_memory(kwargs):
-    # the score law's tables for this d are built once and cached, whatever n: built here,
-    # untraced (tracemalloc slows every allocation several times over), so the peak below is
-    # what the setting's own computation costs, the part that could grow with n and L
-    at.recommend_scale(d=kwargs["d"], n=64.0, scores=kwargs.get("scores", "dot"))
     tracemalloc.start()
     try:
         rec = at.recommend_scale(**kwargs)

@@ -77,10 +77,6 @@ def test_the_maximum_is_flat_and_kinked_so_compare_values_not_arguments():
 
 @pytest.mark.parametrize("d", [None, 2.0, 4.0, 128.0])
 def test_huge_lengths_answer_fast_in_bounded_memory(d):
-    # the score law's tables are built at the first call and cached, whatever L: built here
-    # untraced (tracemalloc slows every allocation several times over), so the peaks below
-    # are what one length costs, which is what must stay bounded as L grows
-    at.best_causal_scale(1000, d)
     for max_length in (10**6, 10**9, 10**15):
         tracemalloc.start()
         start = time.perf_counter()
@@ -117,18 +113,53 @@ def test_best_causal_scale_refuses_bad_input(kwargs, error, message):
         at.best_causal_scale(**kwargs)
 
 
-@pytest.mark.parametrize("alpha", [0.5, 1.0, 2.3])
-def test_exact_shares_are_exact_at_their_nodes_and_close_between(alpha):
-    """exact_gradient_shares: the exact share at its nodes; between them, within the chapter's 2e-3.
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 2.3])
+def test_exact_shares_between_nodes_agree_with_the_exact_share(alpha):
+    """exact_gradient_shares off its nodes, at the chapter's scales: within 1e-3 (measured <= 4e-4).
 
-    The wrong rule it rules out: the share of the nearest node (off by 0.9% to 4% at these scales).
+    The wrong rule it rules out: the share of the nearest node (off by 0.9% to 2.4% at these scales).
     """
     max_length = 4096
     shares, nodes, at_nodes = at.exact_gradient_shares(alpha, max_length)
     assert shares.shape == (max_length - 1,) and np.all((shares > 0) & (shares < 1))
-    np.testing.assert_array_equal(shares[nodes.astype(int) - 2], at_nodes)
     off = np.array([6.0, 45.0, 300.0, 1500.0, 3500.0])
     direct = at.expected_gradient(alpha, off) / at.gradient_limit(off)
-    np.testing.assert_allclose(shares[off.astype(int) - 2], direct, rtol=2e-3)
+    np.testing.assert_allclose(shares[off.astype(int) - 2], direct, rtol=1e-3)
     nearest = at_nodes[np.argmin(np.abs(np.log(nodes)[:, None] - np.log(off)), axis=0)]
-    assert np.max(np.abs(nearest / direct - 1)) > 2e-3
+    assert np.max(np.abs(nearest / direct - 1)) > 1e-3
+
+
+@pytest.mark.parametrize(
+    ("alpha", "max_length", "bound"), [(0.01, 10**6, 1e-2), (0.5, 10**6, 4e-3), (1.0, 10**7, 2e-3)]
+)
+def test_exact_shares_interpolation_error_is_as_documented(alpha, max_length, bound):
+    """Away from the chapter's scales the docstring's bounds hold, at the midpoints between nodes.
+
+    Measured 7.9e-3, 3.2e-3 and 1.6e-3; twice the nodes cut each error about in half or more.
+    """
+    errors = []
+    for nodes in (24, 48):
+        shares, exact, _ = _interpolated_against_exact(alpha, max_length, nodes)
+        errors.append(np.max(np.abs(shares / exact - 1)))
+    assert errors[0] <= bound and errors[1] <= 0.6 * errors[0]
+
+
+def _interpolated_against_exact(alpha, max_length, nodes):
+    shares, positions, _ = at.exact_gradient_shares(alpha, max_length, nodes=nodes)
+    middle = np.unique(np.round(np.sqrt(positions[:-1] * positions[1:])))
+    exact = at.expected_gradient(alpha, middle) / at.gradient_limit(middle)
+    return shares[middle.astype(int) - 2], exact, middle
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (dict(alpha=1.0, max_length=10**7 + 1), ValueError, "max_length must be <= 1e[+]07"),
+        (dict(alpha=1.0, max_length=10**10), ValueError, "max_length must be"),
+        (dict(alpha=1e4, max_length=100), ValueError, "alpha must be <= 1000"),
+        (dict(alpha=1.0, max_length=100, nodes=1), ValueError, "nodes must be >= 2"),
+    ],
+)
+def test_exact_shares_refuse_what_they_cannot_hold(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        at.exact_gradient_shares(**kwargs)

@@ -116,7 +116,11 @@ CALLS = [
     (at.gradient_fraction, dict(alpha=1.0, n=40), dict(alpha="scale", n="keys")),
     (at.gradient_fraction, dict(alpha=1.0, n=40, d=16), dict(d="dimension")),
     (at.best_causal_scale, dict(max_length=64), dict(max_length="length")),
-    (at.exact_gradient_shares, dict(alpha=1.0, max_length=64), dict(alpha="scale", max_length="length")),
+    (
+        at.exact_gradient_shares,
+        dict(alpha=1.0, max_length=64, nodes=8),
+        dict(alpha="scale", max_length="length", nodes="count"),
+    ),
     (at.entropy_invariant_scale, dict(n=40, d=16), dict(n="keys")),
     (at.entropy_matching_scale, dict(n=40, alpha_train=1.0), dict(n="keys", alpha_train="scale")),
     (at.sphere_saddle_point, dict(lam=1.0), dict(lam="scale")),
