@@ -209,13 +209,23 @@ def test_parallel_build_starts_the_measured_heaviest_chapters_first(tmp_path):
     assert set(seconds) <= {str(Path(f).with_suffix("")) for f in toc_files()}, "a weight of no chapter"
     for name in ("big", "small", "unmeasured"):
         (tmp_path / f"{name}.md").write_text("x" * {"big": 100, "small": 10, "unmeasured": 50_000}[name])
-    app = SimpleNamespace(env=SimpleNamespace(doc2path=lambda doc: tmp_path / f"{doc}.md"))
+    handlers = {}
+    app = SimpleNamespace(
+        env=SimpleNamespace(doc2path=lambda doc: tmp_path / f"{doc}.md"),
+        connect=lambda event, handler: handlers.setdefault(event, handler),
+    )
     original = parallel._measured_seconds
     try:
         # the short text measured slow goes first; an unmeasured one by size (50 kB ~ 10 s)
         parallel._measured_seconds = lambda: {"small": 30.0, "big": 1.0}
-        chunks = parallel._heaviest_first(app)(["big", "small", "unmeasured"], 1)
+        make_chunks = parallel._heaviest_first(app, parallel.sphinx_make_chunks)
+        chunks = make_chunks(["big", "small", "unmeasured"], 1)
     finally:
         parallel._measured_seconds = original
     assert chunks[0] == ["small"] and sorted(c[0] for c in chunks) == ["big", "small", "unmeasured"]
     assert [c[0] for c in chunks[1:]] == ["big", "unmeasured"]  # waiting tasks start last-added first
+    # once read (env-updated), the write takes Sphinx's own chunks: a few large ones, in order
+    handlers["env-updated"](app, app.env)
+    documents = [f"doc{k}" for k in range(28)]
+    written = make_chunks(documents, 2)
+    assert written == parallel.sphinx_make_chunks(documents, 2) and len(written) < len(documents) / 5
