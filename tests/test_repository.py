@@ -229,3 +229,25 @@ def test_parallel_build_starts_the_measured_heaviest_chapters_first(tmp_path):
     documents = [f"doc{k}" for k in range(28)]
     written = make_chunks(documents, 2)
     assert written == parallel.sphinx_make_chunks(documents, 2) and len(written) < len(documents) / 5
+
+
+def test_numeric_references_unpickle_each_target_once():
+    """The write's {numref} lookups load a target chapter's doctree once, and leave the env as it was."""
+    from bookbuild import load_extension
+
+    parallel = load_extension("parallel_chapters")
+    loads = []
+
+    class Env:
+        def get_doctree(self, docname):
+            loads.append(docname)
+            return {"doc": docname}
+
+    def resolve(domain, env, target):  # as Sphinx's: reads the target's doctree
+        return env.get_doctree(target)["doc"]
+
+    cached = parallel._numref_reads_each_target_once(resolve)
+    env = Env()
+    assert [cached(None, env, t) for t in ("a", "b", "a", "a")] == ["a", "b", "a", "a"]
+    assert loads == ["a", "b"]
+    assert "get_doctree" not in vars(env) and env.get_doctree("c") == {"doc": "c"}
