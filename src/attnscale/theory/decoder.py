@@ -303,10 +303,10 @@ def exact_gradient_shares(alpha, max_length, nodes=24):
     :math:`L` and interpolated linearly in :math:`\log n` in between.
 
     The interpolation's worst relative error, at the midpoints between
-    nodes: 4e-4 at :math:`\alpha = 1` and :math:`L = 4096` (the *Decoders*
-    chapter's setting, which it checks off the nodes), less at larger
-    scales; it grows at small scales and long sequences, to 8e-3 at
-    :math:`\alpha = 0.01` and :math:`L = 10^6`, at the first positions
+    nodes, is 4e-4 at :math:`\alpha = 1` and :math:`L = 4096` (the
+    *Decoders* chapter's setting, which it checks off the nodes), and less
+    at larger scales.  It grows at small scales and long sequences, to 8e-3
+    at :math:`\alpha = 0.01` and :math:`L = 10^6`, at the first positions
     (:math:`n = 3` to 6).  Twice the ``nodes`` about halve it or better
     (``tests/test_decoder_quadrature.py``).  Memory grows with :math:`L`
     (three arrays of :math:`L` floats).
