@@ -194,6 +194,38 @@ def test_head_scale_from_entropy_inverts_the_exact_entropy():
         at.head_scale_from_entropy(0.0, 512)
 
 
+@pytest.mark.parametrize(
+    ("scores", "d", "guess"),
+    [
+        *(("gaussian", None, g) for g in (None, 1e-6, 3.0, 5e3)),
+        *(("cosine", 16.0, g) for g in (None, 1e-6)),
+        ("cosine", 2.5, 5e3),
+    ],
+)
+def test_entropy_solver_finds_the_root_from_any_start(scores, d, guess):
+    """The solver (secant steps in log alpha, then Brent) returns E[H]'s root to 1e-11, wherever it starts.
+
+    Rules out a solver that stops at its bracket's edge or at its guess: the
+    entropy at the returned scale is the target to 1e-11 relative (an
+    error of 1e-9 in alpha moves it by more, its slope in log alpha being
+    0.05 to 3 nats here), and a target no scale up to the cap reaches is
+    refused naming the cap.
+    """
+    from attnscale.practice import recipes
+
+    for n, fraction in [(2, 0.3), (64, 0.05), (4096, 0.5), (1e6, 0.9), (1e9, 0.2)]:
+        target = fraction * math.log(n)
+        if d == 2.5 and n == 1e9:  # so flat a law's cap (6325) cannot bring 1e9 keys down to 4.1 nats
+            with pytest.raises(ValueError, match=r"no scale up to 6325 brings the entropy down to 4\.145"):
+                recipes._solve_entropy(target, n, scores, d, guess=guess)
+            continue
+        alpha = recipes._solve_entropy(target, n, scores, d, guess=guess)
+        assert recipes._expected_entropy(alpha, n, scores, d) == pytest.approx(target, rel=1e-11), (
+            n,
+            fraction,
+        )
+
+
 def test_cosine_calibration_agrees_with_sampled_cosines():
     # independent route: rows of cosines between random directions (the package's sampler)
     d, length, alpha = 64, 512, 2.0

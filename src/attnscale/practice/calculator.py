@@ -29,6 +29,7 @@ from .recipes import (
     _OUT_OF_REACH,
     _expected_entropy,
     _law,
+    _mean_field_guess,
     _OutOfReach,
     _scalar,
     _solve_entropy,
@@ -705,7 +706,8 @@ def _exact_match(s):
     if target >= np.log(s.n):
         return _note(_say("exact none", target=target, log_n=np.log(s.n)))
     try:
-        return _scale(_solve_entropy(target, s.n, s.law, s.d))
+        guess = _mean_field_guess(s.alpha_l, s.n, s.train_length)
+        return _scale(_solve_entropy(target, s.n, s.law, s.d, guess=guess))
     except _OutOfReach as error:
         return _note(_say("exact reach", name=name, **error.values))
 

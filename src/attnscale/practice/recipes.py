@@ -22,6 +22,8 @@ one setting, ``recommend_scale``, is ``attnscale.practice.calculator``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.optimize import brentq
 
@@ -523,20 +525,54 @@ class _OutOfReach(ValueError):
         super().__init__(_OUT_OF_REACH.format(**self.values))
 
 
-def _solve_entropy(target, n, scores="gaussian", d=None):
-    """The unit-score scale alpha >= 0 with E[H](alpha, n) = target, for 0 < target < log n."""
+def _solve_entropy(target, n, scores="gaussian", d=None, guess=None):
+    """The unit-score scale alpha >= 0 with E[H](alpha, n) = target, for 0 < target < log n.
+
+    Solved for x = log alpha on the logit of the entropy, log(H / (log n - H)),
+    which is close to linear in x at both ends (log n - H ~ alpha^2 at small
+    alpha; H ~ 1/alpha once the row freezes).  From ``guess`` (default: the
+    small-scale expansion log n - E[H] = alpha^2 (n - 1) / (2n), exact as
+    alpha -> 0), secant steps until the root is bracketed, then Brent's
+    method to 1e-12 relative in alpha; no scale is evaluated twice.
+    """
     _, to_law, cap = _law(scores, d)
-    top = cap / to_law  # the largest scale the exact expectation accepts
+    top_alpha = cap / to_law  # the largest scale the exact expectation accepts
+    top, log_n = np.log(top_alpha), np.log(n)
+    want = np.log(target) - np.log(log_n - target)
+    tiny = np.finfo(float).tiny  # keeps the logit finite (and monotone) where H rounds to 0 or log n
 
-    def gap(a):
-        return _expected_entropy(a, n, scores, d) - target
+    @functools.cache
+    def logit_gap(x):  # at the cap, the cap itself (exp(log(cap)) may round above it)
+        h = _expected_entropy(top_alpha if x == top else np.exp(x), n, scores, d)
+        return float(np.log(max(h, tiny)) - np.log(max(log_n - h, tiny)) - want)
 
-    hi = 1.0
-    while gap(hi) > 0:
-        if hi >= top:
-            raise _OutOfReach(top, target)
-        hi = min(2.0 * hi, top)
-    return brentq(gap, 0.0, hi, xtol=1e-12, rtol=1e-12)
+    if guess is None or not guess > 0:
+        guess = np.sqrt(2.0 * (log_n - target) * n / (n - 1.0))
+    x0 = min(float(np.log(guess)), top)
+    g0 = logit_gap(x0)
+    x1 = min(x0 + (_FIRST_STEP if g0 > 0 else -_FIRST_STEP), top)
+    g1 = logit_gap(x1)
+    for k in range(1, 200):
+        if g1 == 0.0 or np.sign(g1) != np.sign(g0):
+            break
+        if x1 == top and g1 > 0:
+            raise _OutOfReach(top_alpha, target)
+        # E[H] falls with alpha: toward larger x while the gap is positive;
+        # the secant's step, at least the first step, at most 2^k
+        direction = 1.0 if g1 > 0 else -1.0
+        secant = -g1 * (x1 - x0) / (g1 - g0) if g1 != g0 else 0.0
+        step = direction * min(max(secant * direction, _FIRST_STEP), 2.0**k)
+        x0, g0 = x1, g1
+        x1 = min(x1 + step, top)
+        g1 = logit_gap(x1)
+    if g1 == 0.0:
+        return float(np.exp(x1))
+    lo, hi = sorted((x0, x1))
+    return float(np.exp(brentq(logit_gap, lo, hi, xtol=1e-12, rtol=4.0 * np.finfo(float).eps)))
+
+
+#: The entropy solver's first step, and its smallest secant step, in log alpha.
+_FIRST_STEP = 0.05
 
 
 def head_scale_from_entropy(entropy, train_length, scores="gaussian", d=None):
@@ -657,8 +693,13 @@ def entropy_matched_scale(n, train_length, alpha_train=1.0, scores="gaussian", d
                 f"no scale keeps the entropy at n = {m:g}: the training entropy {target:.4g} nats "
                 f"exceeds log n = {np.log(m):.4g}, the entropy of a uniform row"
             )
-        out[index] = _solve_entropy(target, m, scores, d)
+        out[index] = _solve_entropy(target, m, scores, d, guess=_mean_field_guess(a_l, m, length))
     return out[()] if out.ndim == 0 else out
+
+
+def _mean_field_guess(alpha_train, n, train_length):
+    """The entropy solver's start for a matched scale: the mean field's sqrt(alpha_L^2 + 2 log(n / L))."""
+    return float(np.sqrt(max(alpha_train**2 + 2.0 * np.log(n / train_length), 0.0)))
 
 
 def _scalar(value, name):
