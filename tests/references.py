@@ -7,6 +7,7 @@ quickly, and otherwise from tanh-sinh quadrature of the density itself.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import mpmath as mp
@@ -153,7 +154,61 @@ def nested_quadrature(alpha, n, what):
     return sum(quad(outer, a, b, epsabs=0, epsrel=1e-12, limit=400)[0] for a, b in itertools.pairwise(pts))
 
 
+# ---------------------------------------------------------------------------
+# Two keys: every statistic is an integral over the score difference u.
+
+
+def two_key_references(alpha, difference_density, lower, upper, dps=DPS):
+    """(E sum p^2, E alpha(1 - sum p^2), E H, E max p) for n = 2 by mpmath, from the score difference u."""
+    with mp.workdps(dps):
+        a = mp.mpf(alpha)
+
+        def both(fun):  # integrate over u >= 0 and double (each statistic is even in u)
+            return 2 * mp.quad(lambda u: difference_density(u) * fun(a * u), [0, min(1 / a, upper), upper])
+
+        def weight(x):  # the larger weight, 1 / (1 + e^-x)
+            return 1 / (1 + mp.exp(-x))
+
+        collision = both(lambda x: weight(x) ** 2 + (1 - weight(x)) ** 2)
+        spread = both(lambda x: 2 * weight(x) * (1 - weight(x)))
+        entropy = both(lambda x: mp.log1p(mp.exp(-x)) + x * (1 - weight(x)))
+        largest = both(weight)
+        return [float(v) for v in (collision, a * spread, entropy, largest)]
+
+
+def cosine_difference_density(d):
+    """The density of c1 - c2 for two cosines in dimension d, by mpmath (a convolution: no closed form)."""
+    half = mp.mpf(d - 3) / 2
+    norm = mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2)
+
+    def f(c):
+        return (1 - c * c) ** half / norm if abs(c) < 1 else mp.mpf(0)
+
+    @functools.cache
+    def g(u):
+        return mp.quad(lambda c: f(c) * f(c - u), [u - 1, u / 2, 1])
+
+    return g
+
+
+#: Two cosine keys at non-integer d (and d = 6, whose ends looked soft):
+#: ``two_key_references(alpha, cosine_difference_density(d), 0, 2, dps=20)``
+#: (20 digits: enough, and four times faster than 50), a nested quadrature
+#: of 3 to 15 s each, so stored; ``python tests/references.py`` recomputes
+#: them.  Each with the tolerance the package meets (tests/test_exact.py).
+TWO_COSINE_KEYS = {
+    # (d, alpha): ([E sum p^2, E alpha (1 - sum p^2), E H, E max p], rtol)
+    (2.5, 1.0): ([0.5767528577107115, 0.4232471422892884, 0.6116131215967657, 0.6644268696722905], 1e-12),
+    (2.5, 30.0): ([0.9673774008382138, 0.9786779748535848, 0.053095073095600236, 0.9771539464411677], 2e-8),
+    (3.3, 30.0): ([0.9666804002535836, 0.9995879923924917, 0.054644046211786035, 0.9768568569737428], 1e-9),
+    (5.5, 30.0): ([0.9582050946850434, 1.2538471594486955, 0.06862948516140559, 0.9710029793225498], 1e-11),
+    (6.0, 1e4): ([0.9998682503014988, 1.3174969850127702, 0.00021671956361859766, 0.999908678067119], 2e-9),
+}
+
 if __name__ == "__main__":
+    for (d, alpha), (values, _rtol) in TWO_COSINE_KEYS.items():
+        fresh = two_key_references(alpha, cosine_difference_density(d), 0, 2, dps=20)
+        print(d, alpha, fresh, "stored" if fresh == values else f"stored: {values}")
     for (alpha, n), values in NESTED_QUADRATURE.items():
         for what in values:
             print(alpha, n, what, nested_quadrature(alpha, n, what))

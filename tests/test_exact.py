@@ -1,6 +1,8 @@
 """Exact finite-n expectations (attnscale.theory.exact) against independent routes.
 
-* n = 2: closed forms in one variable (the score difference), by mpmath at 50 digits;
+* n = 2: integrals in one variable (the score difference), by mpmath at 50 digits
+  (for cosines at non-integer d, 20 digits, stored in tests/references.py and one
+  recomputed here);
 * the gap density at zero (the alpha -> infinity limit), by mpmath at 50 digits;
 * general n: nested adaptive quadrature of the identities, written without
   attnscale (tests/references.py);
@@ -12,9 +14,6 @@
 
 from __future__ import annotations
 
-import functools
-import sys
-
 import mpmath as mp
 import numpy as np
 import pytest
@@ -22,34 +21,13 @@ import references
 
 import attnscale as at
 
-DPS = 50
-
-
-def _two_key_references(alpha, difference_density, lower, upper):
-    """(E sum p^2, E alpha(1 - sum p^2), E H, E max p) for n = 2 by mpmath, from the score difference u."""
-    with mp.workdps(DPS):
-        a = mp.mpf(alpha)
-
-        def both(fun):  # integrate over u >= 0 and double (each statistic is even in u)
-            return 2 * mp.quad(lambda u: difference_density(u) * fun(a * u), [0, min(1 / a, upper), upper])
-
-        def weight(x):  # the larger weight, 1 / (1 + e^-x)
-            return 1 / (1 + mp.exp(-x))
-
-        collision = both(lambda x: weight(x) ** 2 + (1 - weight(x)) ** 2)
-        spread = both(lambda x: 2 * weight(x) * (1 - weight(x)))
-        entropy = both(lambda x: mp.log1p(mp.exp(-x)) + x * (1 - weight(x)))
-        largest = both(weight)
-        return [float(v) for v in (collision, a * spread, entropy, largest)]
-
-
 STATISTICS = [at.expected_collision, at.expected_gradient, at.expected_entropy, at.expected_max_weight]
 
 
 @pytest.mark.parametrize("alpha", [1e-3, 0.3, 1.0, 4.0, 30.0, 1e3])
 def test_two_gaussian_keys_against_mpmath(alpha):
     # s1 - s2 ~ N(0, 2)
-    refs = _two_key_references(alpha, lambda u: mp.exp(-u * u / 4) / mp.sqrt(4 * mp.pi), 0, mp.inf)
+    refs = references.two_key_references(alpha, lambda u: mp.exp(-u * u / 4) / mp.sqrt(4 * mp.pi), 0, mp.inf)
     got = [f(alpha, 2) for f in STATISTICS]
     np.testing.assert_allclose(got, refs, rtol=1e-9)
 
@@ -57,31 +35,13 @@ def test_two_gaussian_keys_against_mpmath(alpha):
 @pytest.mark.parametrize("alpha", [1e-2, 1.0, 10.0, 300.0, 1e4])
 def test_two_cosine_keys_at_d3_against_mpmath(alpha):
     # d = 3: the cosine is uniform on [-1, 1]; the difference is triangular on [-2, 2]
-    refs = _two_key_references(alpha, lambda u: (2 - abs(u)) / 4, 0, 2)
+    refs = references.two_key_references(alpha, lambda u: (2 - abs(u)) / 4, 0, 2)
     got = [f(alpha, 2, "cosine", 3) for f in STATISTICS]
     np.testing.assert_allclose(got, refs, rtol=1e-9)
 
 
-def _cosine_difference_density(d):
-    """The density of c1 - c2 for two cosines in dimension d, by mpmath (a convolution: no closed form)."""
-    half = mp.mpf(d - 3) / 2
-    norm = mp.beta(mp.mpf(1) / 2, mp.mpf(d - 1) / 2)
-
-    def f(c):
-        return (1 - c * c) ** half / norm if abs(c) < 1 else mp.mpf(0)
-
-    @functools.cache
-    def g(u):
-        return mp.quad(lambda c: f(c) * f(c - u), [u - 1, u / 2, 1])
-
-    return g
-
-
-@pytest.mark.parametrize(
-    ("d", "alpha", "rtol"),
-    [(2.5, 1.0, 1e-12), (2.5, 30.0, 2e-8), (3.3, 30.0, 1e-9), (5.5, 30.0, 1e-11), (6.0, 1e4, 2e-9)],
-)
-def test_two_cosine_keys_at_non_integer_d_against_mpmath(d, alpha, rtol, monkeypatch):
+@pytest.mark.parametrize(("d", "alpha"), list(references.TWO_COSINE_KEYS))
+def test_two_cosine_keys_at_non_integer_d_against_mpmath(d, alpha):
     """Non-integer d: the density of the angle is a non-integer power at both ends.
 
     Equal panels there were off by 3e-6 (alpha = 1) to 1.6e-4 (the entropy
@@ -91,12 +51,18 @@ def test_two_cosine_keys_at_non_integer_d_against_mpmath(d, alpha, rtol, monkeyp
     alpha = 30).  Between d = 5.2 and 10 (even d = 6) the ends looked soft
     and panels in s missed the density's power at the top: 5e-6 at d = 5.5,
     alpha = 30, and 3e-6 at d = 6, alpha = 1e4 (now 1e-12 and 5e-10).  The
-    reference runs at 20 digits, enough for these and four times faster.
+    references (mpmath, 20 digits, a nested quadrature: 3 to 15 s each) are
+    stored in tests/references.py; the next test recomputes one.
     """
-    monkeypatch.setattr(sys.modules[__name__], "DPS", 20)
-    refs = _two_key_references(alpha, _cosine_difference_density(d), 0, 2)
+    refs, rtol = references.TWO_COSINE_KEYS[d, alpha]
     got = [f(alpha, 2, "cosine", d) for f in STATISTICS]
     np.testing.assert_allclose(got, refs, rtol=rtol)
+
+
+def test_stored_two_cosine_key_references_are_mpmaths():
+    """The stored non-integer-d references are what mpmath computes: one recomputed (d = 2.5, alpha = 1)."""
+    fresh = references.two_key_references(1.0, references.cosine_difference_density(2.5), 0, 2, dps=20)
+    np.testing.assert_allclose(fresh, references.TWO_COSINE_KEYS[2.5, 1.0][0], rtol=1e-15)
 
 
 def test_cosine_law_normalized_at_every_d():
@@ -127,7 +93,7 @@ _IDENTITY = (lambda z: z, lambda s: s, (-1.0, 1.0))
 
 @pytest.mark.parametrize("n", [2, 3, 100, 1e6, 1e9])
 def test_gradient_limit_against_mpmath(n):
-    with mp.workdps(DPS):
+    with mp.workdps(references.DPS):
         m = mp.mpf(n)
         peak = mp.sqrt(2 * mp.log(m)) if n > 2 else 0
         ref = (
