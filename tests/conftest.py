@@ -264,10 +264,15 @@ def _start_background(config, files):
         out = folder / "reruns"
         out.mkdir()
         chapters = [str(p) for p in notebook_chapters()]
+        # the training chapter and its evidence page train the same sweep: as in
+        # the build, the reruns' first kernel to ask trains it and the other reads
+        # it (attnscale.support.shared), from a folder of their own, not the build's
+        shared = {"ATTNSCALE_SHARED_RESULTS": str(folder / "rerun-shared-results")}
         process = subprocess.Popen(
             [sys.executable, str(RERUN_SCRIPT), str(out), *chapters],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env={**os.environ, **shared},
         )
         started.append(process)
         _when_done(process, lambda code: (out / "exit").write_text(str(code)))

@@ -4,8 +4,8 @@ Two chapters sometimes make the same costly computation: the training
 chapter and its evidence page train the same sweep of heads.  Each chapter
 runs in a kernel of its own, so each would train it.  :func:`shared_result`
 lets the first kernel of a build compute it and the others read it, while a
-chapter run on its own (in Jupyter, or by ``tests/rerun_chapters.py``
-without the variable) computes it itself.
+chapter run on its own (in Jupyter, without the variable) computes it
+itself.  The tests' reruns of the chapters share a folder of their own.
 """
 
 from __future__ import annotations
