@@ -145,9 +145,23 @@ def _check_groups_kept(config, ids):
         )
 
 
+#: XLA's backend optimization level in the test workers.  Their JAX tests
+#: compile hundreds of small programs (tiny models, each for one test) and
+#: run each for a few steps: at the default level, compiling was 40 of the
+#: 55 s those tests took; at 0 they take 60 core-seconds where they took
+#: 100.  Only the machine code changes, not the operations: eight steps of
+#: the stored language-model runs agree with the default level's to 1e-7
+#: (float32 rounding, measured; the replay tests allow 1e-5).
+#: The workers only: the book build, its kernels and the reruns, which the
+#: controller starts, compile at the default level.  A user's own setting is kept.
+TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
+
+
 def pytest_configure(config):
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks())
+    if _is_worker(config):  # set before any test imports JAX, which reads it on first use
+        os.environ.setdefault("XLA_FLAGS", TEST_XLA_FLAGS)
 
 
 def _reads_background(item) -> bool:
