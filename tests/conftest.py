@@ -146,14 +146,15 @@ def _check_groups_kept(config, ids):
 
 
 #: XLA's backend optimization level in the test workers.  Their JAX tests
-#: compile hundreds of small programs (tiny models, each for one test) and
-#: run each for a few steps: at the default level, compiling was 40 of the
-#: 55 s those tests took; at 0 they take 60 core-seconds where they took
-#: 100.  Only the machine code changes, not the operations: eight steps of
-#: the stored language-model runs agree with the default level's to 1e-7
-#: (float32 rounding, measured; the replay tests allow 1e-5).
-#: The workers only: the book build, its kernels and the reruns, which the
-#: controller starts, compile at the default level.  A user's own setting is kept.
+#: compile hundreds of small programs (a tiny model for each test) and run
+#: each for a few steps.  At level 0 those tests took 70 core-seconds where
+#: they took 83 (back to back, ``-n 0``; a referee measured 84 against 100).
+#: Only the machine code changes: eight steps of the stored language-model
+#: runs agree between the levels to 1e-7 (float32 rounding; the replay
+#: tests allow 1e-5).  The book build, its kernels and the reruns are
+#: started by the controller and keep the default level; a worker that
+#: builds a probe book, or the book itself when no controller did, passes
+#: the flag on.  A user's own setting is kept.
 TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
 
 

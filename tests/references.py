@@ -193,9 +193,10 @@ def cosine_difference_density(d):
 
 #: Two cosine keys at non-integer d (and d = 6, whose ends looked soft):
 #: ``two_key_references(alpha, cosine_difference_density(d), 0, 2, dps=20)``
-#: (20 digits: enough, and four times faster than 50), a nested quadrature
-#: of 3 to 15 s each, so stored; ``python tests/references.py`` recomputes
-#: them.  Each with the tolerance the package meets (tests/test_exact.py).
+#: (20 digits: enough, and four times faster than 50).  A nested quadrature
+#: takes 2 to 4 s each on a quiet core (46 s of wall time in the loaded
+#: suite), so they are stored; ``python tests/references.py`` recomputes
+#: them.  Each comes with the tolerance the package meets (tests/test_exact.py).
 TWO_COSINE_KEYS = {
     # (d, alpha): ([E sum p^2, E alpha (1 - sum p^2), E H, E max p], rtol)
     (2.5, 1.0): ([0.5767528577107115, 0.4232471422892884, 0.6116131215967657, 0.6644268696722905], 1e-12),

@@ -51,7 +51,7 @@ def test_two_cosine_keys_at_non_integer_d_against_mpmath(d, alpha):
     alpha = 30).  Between d = 5.2 and 10 (even d = 6) the ends looked soft
     and panels in s missed the density's power at the top: 5e-6 at d = 5.5,
     alpha = 30, and 3e-6 at d = 6, alpha = 1e4 (now 1e-12 and 5e-10).  The
-    references (mpmath, 20 digits, a nested quadrature: 3 to 15 s each) are
+    references (mpmath, 20 digits, a nested quadrature of 2 to 4 s each) are
     stored in tests/references.py; the next test recomputes one.
     """
     refs, rtol = references.TWO_COSINE_KEYS[d, alpha]
@@ -60,9 +60,9 @@ def test_two_cosine_keys_at_non_integer_d_against_mpmath(d, alpha):
 
 
 def test_stored_two_cosine_key_references_are_mpmaths():
-    """The stored non-integer-d references are what mpmath computes: one recomputed (d = 2.5, alpha = 1)."""
-    fresh = references.two_key_references(1.0, references.cosine_difference_density(2.5), 0, 2, dps=20)
-    np.testing.assert_allclose(fresh, references.TWO_COSINE_KEYS[2.5, 1.0][0], rtol=1e-15)
+    """The stored non-integer-d references are mpmath's: the hardest recomputed (d = 6, alpha = 1e4)."""
+    fresh = references.two_key_references(1e4, references.cosine_difference_density(6.0), 0, 2, dps=20)
+    np.testing.assert_allclose(fresh, references.TWO_COSINE_KEYS[6.0, 1e4][0], rtol=1e-15)
 
 
 def test_cosine_law_normalized_at_every_d():

@@ -197,19 +197,18 @@ def test_head_scale_from_entropy_inverts_the_exact_entropy():
 @pytest.mark.parametrize(
     ("scores", "d", "guess"),
     [
-        *(("gaussian", None, g) for g in (None, 1e-6, 3.0, 5e3)),
-        *(("cosine", 16.0, g) for g in (None, 1e-6)),
+        *(("gaussian", None, g) for g in (None, 1e-20, 3.0, 5e3)),
+        *(("cosine", 16.0, g) for g in (None, 1e-12)),
         ("cosine", 2.5, 5e3),
     ],
 )
-def test_entropy_solver_finds_the_root_from_any_start(scores, d, guess):
-    """The solver (secant steps in log alpha, then Brent) returns E[H]'s root to 1e-11, wherever it starts.
+def test_entropy_solver_finds_the_root_from_far_starts(scores, d, guess):
+    """The entropy solver returns E[H]'s root to 1e-11, from its own start or from far below or above.
 
-    Rules out a solver that stops at its bracket's edge or at its guess: the
-    entropy at the returned scale is the target to 1e-11 relative (an
-    error of 1e-9 in alpha moves it by more, its slope in log alpha being
-    0.05 to 3 nats here), and a target no scale up to the cap reaches is
-    refused naming the cap.
+    Rules out a solver that stops at its bracket's edge or at its guess, or
+    that crawls on a flat stretch: a root off by 1e-9 relative moves E[H]
+    by more than the tolerance here.  A target that no scale up to the cap
+    reaches is refused, naming the cap.
     """
     from attnscale.practice import recipes
 
@@ -224,6 +223,24 @@ def test_entropy_solver_finds_the_root_from_any_start(scores, d, guess):
             n,
             fraction,
         )
+
+
+def test_entropy_solver_at_its_edges():
+    """A scale at the cap stays at the cap; an entropy within rounding of log n gets the expansion's scale.
+
+    Rules out returning exp(log(cap)), which rounds above the cap that
+    ``expected_entropy`` refuses, and a search that fails where E[H] rounds
+    to log n (there log n - E[H] = alpha^2 (n - 1) / (2n) gives alpha).
+    """
+    cap = 1e4 / math.sqrt(2.5)
+    alpha = at.entropy_matched_scale(2, 2, alpha_train=cap, scores="cosine", d=2.5)
+    assert alpha <= cap and alpha == pytest.approx(cap, rel=1e-12)
+    assert at.expected_entropy(alpha * math.sqrt(2.5), 2, scores="cosine", d=2.5) > 0
+    for length in (2, 4096, 1e9):
+        for entropy in (math.log(length) - 1e-13, math.log(length) - 1e-7):
+            gap = math.log(length) - entropy  # as rounded
+            expansion = math.sqrt(2 * gap * length / (length - 1))
+            assert at.head_scale_from_entropy(entropy, length) == pytest.approx(expansion, rel=1e-12)
 
 
 def test_cosine_calibration_agrees_with_sampled_cosines():
