@@ -29,7 +29,6 @@ from .recipes import (
     _OUT_OF_REACH,
     _expected_entropy,
     _law,
-    _mean_field_guess,
     _OutOfReach,
     _scalar,
     _solve_entropy,
@@ -706,8 +705,7 @@ def _exact_match(s):
     if target >= np.log(s.n):
         return _note(_say("exact none", target=target, log_n=np.log(s.n)))
     try:
-        guess = _mean_field_guess(s.alpha_l, s.n, s.train_length)
-        return _scale(_solve_entropy(target, s.n, s.law, s.d, guess=guess))
+        return _scale(_solve_entropy(target, s.n, s.law, s.d))
     except _OutOfReach as error:
         return _note(_say("exact reach", name=name, **error.values))
 

@@ -713,13 +713,8 @@ def entropy_matched_scale(n, train_length, alpha_train=1.0, scores="gaussian", d
                 f"no scale keeps the entropy at n = {m:g}: the training entropy {target:.4g} nats "
                 f"exceeds log n = {np.log(m):.4g}, the entropy of a uniform row"
             )
-        out[index] = _solve_entropy(target, m, scores, d, guess=_mean_field_guess(a_l, m, length))
+        out[index] = _solve_entropy(target, m, scores, d)
     return out[()] if out.ndim == 0 else out
-
-
-def _mean_field_guess(alpha_train, n, train_length):
-    """The entropy solver's start for a matched scale: the mean field's sqrt(alpha_L^2 + 2 log(n / L))."""
-    return float(np.sqrt(max(alpha_train**2 + 2.0 * np.log(n / train_length), 0.0)))
 
 
 def _scalar(value, name):
