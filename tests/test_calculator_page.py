@@ -1050,6 +1050,37 @@ def test_exact_match_just_inside_its_cut(calculator, scores):
     assert worst <= QUADRATURE
 
 
+@pytest.mark.parametrize("scores", ["dot", "cosine"])
+def test_exact_match_of_a_nearly_uniform_head(calculator, scores):
+    """A head at alpha_L = 1e-7 to 2e-3: the page's exact match is the package's, and at n = L it is alpha_L.
+
+    Below alpha = 1e-3 both take the head's gap log L - E[H] from the
+    expansion; the quadrature's E[H] (good to about 1e-13 nats) put it above
+    log L, so that at n = L both said no scale applies, and at n = L + 1
+    both were off by up to 12%.  At n = L the answer is alpha_L itself
+    (the same length, the same entropy): held to 1e-6, the seam's size at
+    1e-3 (the expansion's relative error there is of order alpha^2).
+    """
+    name = f"exact entropy match ({'gaussian' if scores == 'dot' else 'cosine'})"
+    for alpha in (1e-7, 1e-5, 9e-4, 2e-3):
+        for n, length in ((4096, 4096), (4097, 4096), (4095, 4096), (2048, 4096)):
+            setting = dict(d=64, n=n, trainLength=length, headScale=alpha, headEntropy=None)
+            setting.update(scores=scores, causal=False)
+            page, package = calculator.evaluate(RECOMMEND, setting), _package(setting)
+            if n < length:  # the head's entropy at L is above log n: no scale, and the same note
+                for entries, notes in ((page["entries"], page["notes"]), (package.entries, package.notes)):
+                    assert name not in [
+                        e["criterion"] if isinstance(e, dict) else e.criterion for e in entries
+                    ]
+                    assert sum("exact entropy match does not apply" in note for note in notes) == 1, notes
+                continue
+            row = next(r for r in page["entries"] if r["criterion"] == name)
+            package = next(e for e in package.entries if e.criterion == name)
+            assert row["scale"] == pytest.approx(package.scale, rel=QUADRATURE), (alpha, n)
+            if n == length:  # the factor on the trained logits is 1
+                assert package.factor == pytest.approx(1.0, abs=1e-6), (alpha, scores)
+
+
 COSINE_SOLVE = "(ps) => ps.map(([h, n, d]) => AttnScaleCalculator.solveCosineEntropy(h, n, d, null))"
 
 

@@ -144,3 +144,26 @@ def test_near_uniform_expectations_approach_the_mean_field():
     alpha, n = 0.05, 20_000
     assert float(expected_collision(alpha, n)) == pytest.approx(np.exp(alpha**2) / n, rel=1e-6)
     assert float(expected_entropy(alpha, n)) == pytest.approx(np.log(n) - alpha**2 / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("n", [2, 4096, 1e9])
+@pytest.mark.parametrize(("scores", "d"), [("gaussian", None), ("cosine", 2.5), ("cosine", 128.0)])
+def test_near_uniform_expectations_stay_in_their_ranges(scores, d, n):
+    # At alpha of 1e-9 to 1e-6 a row is uniform to within 1e-12, and the quadrature's rounding
+    # (about 1e-13 relative) used to put E[H] above log n (n = 4096) and E[sum p^2] and
+    # E[max p] below 1/n, outside the ranges their docstrings promise.  The second route is the
+    # small-scale expansion (unit variance, no skew): log n - E[H] = alpha^2 (n - 1) / (2n) and
+    # E[sum p^2] - 1/n = alpha^2 (n - 1) / n^2.  Near alpha = 0 the quadrature's E[H] is good to
+    # about 4e-13 absolute (measured, both sides of the expansion), so the two routes are held
+    # to 1e-12: this checks the values and the ranges, not the alpha^2 term itself.
+    from attnscale import expected_collision, expected_entropy, expected_max_weight
+
+    alpha = np.array([1e-9, 1e-7, 1e-6])
+    entropy = expected_entropy(alpha, n, scores, d)
+    collision = expected_collision(alpha, n, scores, d)
+    largest = expected_max_weight(alpha, n, scores, d)
+    assert np.all(entropy <= np.log(n)) and np.all(collision >= 1 / n) and np.all(largest >= 1 / n)
+    expansion_h = np.log(n) - alpha**2 * (n - 1) / (2 * n)
+    expansion_c = 1 / n + alpha**2 * (n - 1) / n**2
+    np.testing.assert_allclose(entropy, expansion_h, rtol=1e-12)
+    np.testing.assert_allclose(collision, expansion_c, rtol=1e-12)

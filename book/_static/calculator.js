@@ -867,7 +867,7 @@
   function solveByQuadrature(target, n, entropy, top, guess) {
     const logN = Math.log(n);
     const small = Math.sqrt((2 * (logN - target) * n) / (n - 1));
-    if (small < 1e-3) return { alpha: small };
+    if (small < EXPANSION_BELOW) return { alpha: small };
     const want = Math.log(target / (logN - target));
     const seen = []; // every (log alpha, logit gap) computed, for the slope
     const F = (x, fast = true) => {
@@ -1357,13 +1357,22 @@
   // entropy at the cap.  top: the cap on the unit score.
   function quadratureExactMatch(s, table, name, top) {
     const cosine = s.scores !== "dot";
-    const target = s.headEntropy ?? (cosine ? cosineEntropy(s.a, s.L, s.d) : normalEntropy(s.a, s.L));
     const [logN, logL] = [Math.log(s.n), Math.log(s.L)];
-    const magnify = ((logL - target) * logN) / (logL * Math.abs(logN - target));
-    if (s.headEntropy === null && magnify > QUADRATURE_MAGNIFY) {
+    // the head's gap log L - E[H] at L; below alpha_L = 1e-3 the expansion's, as the package's
+    // (recipes._entropy_gap_at: there the quadrature would leave few digits of it)
+    const tinyHead = s.headEntropy === null && s.a < EXPANSION_BELOW;
+    const target =
+      s.headEntropy ??
+      (tinyHead ? logL - smallGap(s.a, s.L) : cosine ? cosineEntropy(s.a, s.L, s.d) : normalEntropy(s.a, s.L));
+    const gapL = tinyHead ? smallGap(s.a, s.L) : logL - target;
+    const gapN = Math.log(s.n / s.L) + gapL; // log n - E[H] that the match asks for at n (recipes._matched_gap)
+    const magnify = (gapL * logN) / (logL * Math.abs(gapN));
+    if (s.headEntropy === null && !tinyHead && magnify > QUADRATURE_MAGNIFY) {
       return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
-    if (target >= logN) return { notes: [notApplies(table, target, s.n)] };
+    if (gapN <= 0) return { notes: [notApplies(table, target, s.n)] };
+    const small = Math.sqrt((2 * gapN * s.n) / (s.n - 1));
+    if (small < EXPANSION_BELOW) return scaled(small);
     // the first guess, from the table's Gaussian entropy: the scale with this entropy at n (for cosines,
     // alpha_L times the ratio of the Gaussian scales with this entropy at n and at L)
     const [atN, atL] = [gaussianGuess(target, s.n, table), gaussianGuess(target, s.L, table)];
@@ -1373,6 +1382,10 @@
     if (out.close) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     return out.none ? { notes: [outOfReach(table, name, top, target)] } : scaled(out.alpha);
   }
+  // Below this scale the expansion log n - E[H] = alpha^2 (n - 1) / (2n) stands for the quadrature
+  // (recipes._EXPANSION_BELOW); smallGap is that gap.
+  const EXPANSION_BELOW = 1e-3;
+  const smallGap = (alpha, n) => (alpha * alpha * (n - 1)) / (2 * n);
   // Beyond this magnification the target's error (a few 1e-8 on the logit) could pass the tests' tolerance.
   const QUADRATURE_MAGNIFY = 100;
   const TOO_CLOSE =

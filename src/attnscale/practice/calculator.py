@@ -27,11 +27,12 @@ from ..theory.gaussian import gaussian_alpha_star
 from . import advice
 from .recipes import (
     _OUT_OF_REACH,
-    _expected_entropy,
+    _entropy_gap_at,
     _law,
+    _matched_gap,
     _OutOfReach,
     _scalar,
-    _solve_entropy,
+    _solve_entropy_gap,
     head_scale_from_entropy,
     infoscale_factor,
     llama4_attention_scale,
@@ -701,11 +702,12 @@ def _exact_match(s):
     _, to_law, cap = _law(s.law, s.d)
     if s.alpha_l * to_law > cap:
         return _note(_say("exact alpha", name=name, alpha=s.alpha_l, top=cap / to_law, law=s.law))
-    target = _expected_entropy(s.alpha_l, s.train_length, s.law, s.d)
-    if target >= np.log(s.n):
+    gap = _matched_gap(s.alpha_l, s.train_length, s.n, s.law, s.d)
+    if gap <= 0:
+        target = np.log(s.train_length) - _entropy_gap_at(s.alpha_l, s.train_length, s.law, s.d)
         return _note(_say("exact none", target=target, log_n=np.log(s.n)))
     try:
-        return _scale(_solve_entropy(target, s.n, s.law, s.d))
+        return _scale(_solve_entropy_gap(gap, s.n, s.law, s.d))
     except _OutOfReach as error:
         return _note(_say("exact reach", name=name, **error.values))
 

@@ -526,7 +526,29 @@ class _OutOfReach(ValueError):
 
 
 def _solve_entropy(target, n, scores="gaussian", d=None, guess=None):
-    """The unit-score scale alpha >= 0 with E[H](alpha, n) = target, for 0 < target < log n.
+    """The unit-score scale alpha >= 0 with E[H](alpha, n) = target, for 0 < target < log n."""
+    return _solve_entropy_gap(np.log(n) - target, n, scores, d, guess)
+
+
+def _entropy_gap_at(alpha, n, scores="gaussian", d=None):
+    """log n - E[H](alpha, n): below alpha = 1e-3 the small-scale expansion alpha^2 (n - 1) / (2n).
+
+    There the quadrature's E[H] (good to about 4e-13 nats) would leave few
+    digits of a gap of order alpha^2; the expansion's relative error is of
+    order alpha^2 (both laws have unit variance and no skew).
+    """
+    if alpha < _EXPANSION_BELOW:
+        return alpha**2 * (n - 1.0) / (2.0 * n)
+    return float(np.log(n) - _expected_entropy(alpha, n, scores, d))
+
+
+def _matched_gap(alpha_l, length, n, scores="gaussian", d=None):
+    """log n - E[H] at n keys for the entropy of the head alpha_l at L = length: log(n/L) + its gap at L."""
+    return float(np.log(n / length)) + _entropy_gap_at(alpha_l, length, scores, d)
+
+
+def _solve_entropy_gap(gap, n, scores="gaussian", d=None, guess=None):
+    """The unit-score scale alpha >= 0 with log n - E[H](alpha, n) = gap, for 0 < gap < log n.
 
     The unknown is x = log alpha, the function the logit log(H / (log n - H)).
     That logit is close to linear in x at both ends: log n - H ~ alpha^2 at
@@ -543,7 +565,8 @@ def _solve_entropy(target, n, scores="gaussian", d=None, guess=None):
     _, to_law, cap = _law(scores, d)
     top_alpha = cap / to_law  # the largest scale the exact expectation accepts
     top, log_n = np.log(top_alpha), np.log(n)
-    want = np.log(target) - np.log(log_n - target)
+    target = log_n - gap
+    want = np.log(target) - np.log(gap)
     tiny = np.finfo(float).tiny  # keeps the logit finite where H rounds to 0 or to log n
 
     def scale(x):  # never above the cap (exp(log(cap)) may round above it)
@@ -554,7 +577,7 @@ def _solve_entropy(target, n, scores="gaussian", d=None, guess=None):
         h = _expected_entropy(scale(x), n, scores, d)
         return float(np.log(max(h, tiny)) - np.log(max(log_n - h, tiny)) - want)
 
-    small = float(np.sqrt(2.0 * (log_n - target) * n / (n - 1.0)))
+    small = float(np.sqrt(2.0 * gap * n / (n - 1.0)))
     if small < _EXPANSION_BELOW:
         return small
     if guess is None or not 0 < guess < np.inf:
@@ -705,15 +728,16 @@ def entropy_matched_scale(n, train_length, alpha_train=1.0, scores="gaussian", d
     a_l = _scalar(alpha_train, "alpha_train")
     if not a_l > 0:
         raise ValueError(f"alpha_train must be > 0, got {a_l:g}")
-    target = _expected_entropy(a_l, length, scores, d)
     out = np.empty(n.shape)
     for index, m in np.ndenumerate(n):
-        if target >= np.log(m):
+        gap = _matched_gap(a_l, length, m, scores, d)
+        if gap <= 0:
+            target = np.log(length) - _entropy_gap_at(a_l, length, scores, d)
             raise ValueError(
                 f"no scale keeps the entropy at n = {m:g}: the training entropy {target:.4g} nats "
                 f"exceeds log n = {np.log(m):.4g}, the entropy of a uniform row"
             )
-        out[index] = _solve_entropy(target, m, scores, d)
+        out[index] = _solve_entropy_gap(gap, m, scores, d)
     return out[()] if out.ndim == 0 else out
 
 

@@ -780,7 +780,20 @@ def _evaluate(alpha, n, scores, d, what, at_zero):
     for idx in np.ndindex(alpha.shape):
         a, m = float(alpha[idx]), float(n[idx])
         out[idx] = at_zero(m) if a == 0.0 else _outer(law, a, m, what)
+    if what in _RANGES:
+        # the quadrature's rounding (about 1e-13 relative) can step out of the
+        # exact range where the rows are nearly uniform; the truth is inside
+        low, high = _RANGES[what](n)
+        out = np.clip(out, low, high)
     return out if out.ndim else float(out)
+
+
+#: The exact range of each expectation at n keys (its docstring's "Returns").
+_RANGES = {
+    "collision": lambda n: (1.0 / n, 1.0),
+    "max": lambda n: (1.0 / n, 1.0),
+    "entropy": lambda n: (0.0, np.log(n)),
+}
 
 
 def expected_collision(alpha, n, scores="gaussian", d=None):
