@@ -605,6 +605,35 @@ def test_stored_coverage_is_the_battery_files():
     assert not data["provenance"]["git_dirty"]
 
 
+def test_the_stored_battery_is_the_batterys_code():
+    # route 1: the stored file (experiments/diagnose_battery.py at its recorded
+    # commit); route 2: coverage_battery's defaults today.  Every law's truth
+    # alpha_c(16L) / alpha_c(L) at every size is recomputed (a law's parameter
+    # moved by 1e-4, say Weibull's beta = 0.7, moves it by more than 1e-12),
+    # and the first law's first cell is redrawn and rediagnosed: the same 30
+    # draws with the same 90% intervals (the file's numbers are the code's, at
+    # the draws and level the chapter states), in 1.6 s rather than the whole
+    # battery's two minutes.
+    from attnscale.theory.diagnose import BATTERY_SIZES, _battery_laws, planted_length_factor
+
+    records = _battery_file()["coverage"]
+    for name, _, alpha_c, _ in _battery_laws():
+        for _, keys in BATTERY_SIZES:
+            stored = {r["truth"] for r in records if r["law"] == name and r["keys"] == keys}
+            if alpha_c is None:
+                truth = float(planted_length_factor(7.0, 0.0, 1.0, 16.0 * keys, keys))
+            else:
+                truth = float(alpha_c(16.0 * keys) / alpha_c(float(keys)))
+            assert len(stored) == 1 and stored.pop() == pytest.approx(truth, rel=1e-12), (name, keys)
+    first_law, first_size = _battery_laws()[0][0], BATTERY_SIZES[0]
+    redrawn = [r for r in coverage_battery(sizes=(first_size,)) if r["law"] == first_law]
+    stored = [r for r in records if r["law"] == first_law and (r["rows"], r["keys"]) == first_size]
+    assert len(redrawn) == len(stored) == 30
+    for new, old in zip(redrawn, stored):
+        for key in ("factor", "low", "high", "low_sampling", "high_sampling", "covered"):
+            assert new[key] == pytest.approx(old[key], rel=1e-12), (key, new[key], old[key])
+
+
 def test_battery_covers_every_law_the_chapter_names_at_three_sizes():
     from attnscale.theory.diagnose import BATTERY_SIZES, _battery_laws
 
