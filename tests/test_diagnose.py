@@ -629,7 +629,7 @@ def test_the_stored_battery_is_the_batterys_code():
     redrawn = [r for r in coverage_battery(sizes=(first_size,)) if r["law"] == first_law]
     stored = [r for r in records if r["law"] == first_law and (r["rows"], r["keys"]) == first_size]
     assert len(redrawn) == len(stored) == 30
-    for new, old in zip(redrawn, stored):
+    for new, old in zip(redrawn, stored, strict=True):
         for key in ("factor", "low", "high", "low_sampling", "high_sampling", "covered"):
             assert new[key] == pytest.approx(old[key], rel=1e-12), (key, new[key], old[key])
 
@@ -987,6 +987,60 @@ def test_spacings_and_depth_from_their_definitions():
         np.testing.assert_allclose(spacing[r], i * (x[:k] - x[1 : k + 1]) / iqr, rtol=1e-12)
         assert depth[r] == pytest.approx((x[k - 1] - np.median(row)) / iqr, rel=1e-12)
         assert scale[r] == pytest.approx(iqr, rel=1e-12)
+
+
+def test_row_summaries_from_their_definitions():
+    # The bulk (every score but the row's largest): its mean and standard deviation, and the top
+    # key's softmax weight at alpha = 1, against a sort and numpy row by row.  The rows have mean
+    # 3 and sd 2, so a bulk mean divided by L - 1.0001 (not L - 1) is off by 1e-4, far outside
+    # rtol 1e-12; on centred rows the mean is near 0 and such a fault moves nothing.
+    from scipy.special import softmax as scipy_softmax
+
+    from attnscale.theory.diagnose import _summaries
+
+    rows = np.random.default_rng(12).normal(3.0, 2.0, size=(6, 500))
+    summary = _summaries(rows, 4)
+    for r, row in enumerate(rows):
+        bulk = np.sort(row)[:-1]
+        assert summary.bulk_mean[r] == pytest.approx(bulk.mean(), rel=1e-12)
+        assert summary.bulk_sd[r] == pytest.approx(bulk.std(), rel=1e-10)
+        assert summary.top_weight[r] == pytest.approx(scipy_softmax(row).max(), rel=1e-12)
+
+
+def test_operating_point_is_the_scale_over_the_critical_one():
+    # The operating point is the median over rows of c = alpha / alpha_c(L) at alpha = 1.  Route 2:
+    # 1 / alpha_c(L) from the law itself (the battery's two-end scale, from SciPy's quantile and
+    # density).  Over six seeds of 64 rows of 1024 keys the ratio was 0.93 to 1.03 (Gaussian,
+    # exponential and uniform rows); 0.15 holds it, and a scale applied the wrong way (c times
+    # the row scale squared, 45% off) or the reciprocal c (0.27 against 3.7) is far outside.
+    from scipy import stats as st
+
+    from attnscale.theory.diagnose import _battery_laws
+
+    alpha_c = {name: two_end for name, _, two_end, _ in _battery_laws()}
+    laws = (
+        ("Gaussian", st.norm()),
+        ("exponential (beta = 1)", st.expon()),
+        ("uniform (kappa = 0)", st.uniform()),
+    )
+    for name, dist in laws:
+        rows = dist.rvs(size=(64, 1024), random_state=np.random.default_rng(RNG_SEED + 70))
+        out = at.diagnose_law(rows, [16384], resamples=20)
+        assert out.operating_point * alpha_c[name](1024.0) == pytest.approx(1.0, abs=0.15), name
+
+
+def test_a_tail_of_eight_order_statistics_vouches_for_nothing():
+    # The depth check compares the tail fitted on k order statistics with one on k // 4 (at least
+    # 8).  At k = 8 the two are the same tail: its ratio is exactly 1, and a check of a fit
+    # against itself must not vouch for the reading, whatever the other checks say.
+    rng = np.random.default_rng(RNG_SEED + 71)
+    for rows in (
+        rng.normal(size=(64, 1024)),
+        rng.pareto(2.0, size=(64, 1024)) + 1.0,
+        rng.uniform(size=(64, 1024)),
+    ):
+        out = at.diagnose_law(rows, [16384], resamples=50, tail=8)
+        assert out.depth_ratio == 1.0 and not out.checks, (out.domain, out.depth_ratio)
 
 
 def test_accumulation_scale_is_infinite_with_a_tie_at_the_top():
