@@ -101,11 +101,11 @@ CAUSAL_SHARE = 1e-13
 #: most 1.2e-7 relative over 627 rows (the root moves with the quadrature's
 #: noise, about 1e-8 on E[H]).
 QUADRATURE = 1e-6
-#: Below a scale of 1e-3 (a nearly uniform head) the page solves the
-#: expansion log n - E[H] = alpha^2 (n - 1)/(2n), whose relative error is of
-#: order alpha^2, and the package its quadrature, which there loses digits
-#: (about 1e-6 at 1e-3 and 1e-5 at 1e-4 against the expansion): measured
-#: 1.9e-6 apart at 3e-4.
+#: Below a scale of 1e-3 (a nearly uniform head) a typed entropy keeps few
+#: digits of the gap log n - E[H] (of order alpha^2): the two solvers (both
+#: the small-scale expansion below 1e-2) see the same typed target, but the
+#: page's and the package's E[H] at the targets' own scales differ there.
+#: Measured 1.9e-6 apart at 3e-4 when the seam was at 1e-3.
 NEAR_UNIFORM = 5e-6
 #: The same for a measured entropy a millionth of a nat below log L at the
 #: corners (test_cosine_corners_give_the_package_rows_or_a_message, which
@@ -916,7 +916,7 @@ def test_normal_solve_matches_the_package(calculator):
     rng = np.random.default_rng(19)
     n = np.exp(rng.uniform(math.log(2), math.log(1e9), 60))
     alpha = np.exp(rng.uniform(math.log(1e-2), math.log(1e3), 60))
-    alpha[:5] = [3e-4, 6e-4, 9e-4, 1.5e-3, 3e-3]  # the expansion's edge
+    alpha[:5] = [3e-4, 9e-4, 3e-3, 9.9e-3, 1.01e-2]  # near uniform, and the expansion's edge (1e-2)
     typed = [float(f"{h:.12g}") for h in at.expected_entropy(alpha, n)]
     cases = [[h, float(m)] for h, m in zip(typed, n, strict=True) if h < math.log(m)]
     page = calculator.evaluate(NORMAL_SOLVE, cases)
@@ -1050,35 +1050,49 @@ def test_exact_match_just_inside_its_cut(calculator, scores):
     assert worst <= QUADRATURE
 
 
-@pytest.mark.parametrize("scores", ["dot", "cosine"])
-def test_exact_match_of_a_nearly_uniform_head(calculator, scores):
-    """A head at alpha_L = 1e-7 to 2e-3: the page's exact match is the package's, and at n = L it is alpha_L.
+@pytest.mark.parametrize(("scores", "d"), [("dot", 64), ("cosine", 64), ("cosine", 10_000)])
+def test_exact_match_of_a_nearly_uniform_head(calculator, scores, d):
+    """A head at alpha_L = 1e-7 to 2e-2 (across the expansion's seam at 1e-2): page, package and E[H] agree.
 
-    Below alpha = 1e-3 both take the head's gap log L - E[H] from the
-    expansion; the quadrature's E[H] (good to about 1e-13 nats) put it above
-    log L, so that at n = L both said no scale applies, and at n = L + 1
-    both were off by up to 12%.  At n = L the answer is alpha_L itself
-    (the same length, the same entropy): held to 1e-6, the seam's size at
-    1e-3 (the expansion's relative error there is of order alpha^2).
+    Below alpha = 1e-2 both take the head's gap log L - E[H] from the
+    small-scale expansion.  Before, the package took it from the quadrature,
+    whose bias (1e-13 to 4e-12 nats) put E[H] above log L.  At L = 4096 it
+    then gave 0.88 alpha_L at n = L for alpha_L = 1e-6, and no scale below
+    about 5e-7.  At n = L the answer is alpha_L (the same length, the same
+    entropy), held to 1e-7: the seam moves it by up to 4e-8.  Above L the
+    second route is the quadrature's E[H] at the scale returned.  The gap
+    there is at least log(4097/4096) = 2.4e-4, so E[H]'s bias is under 1e-7
+    of it.  The head's own gap is the quadrature's too, or below 1e-3 the
+    expansion's first term.
     """
     name = f"exact entropy match ({'gaussian' if scores == 'dot' else 'cosine'})"
-    for alpha in (1e-7, 1e-5, 9e-4, 2e-3):
-        for n, length in ((4096, 4096), (4097, 4096), (4095, 4096), (2048, 4096)):
-            setting = dict(d=64, n=n, trainLength=length, headScale=alpha, headEntropy=None)
+    law, to_law = ("gaussian", 1.0) if scores == "dot" else ("cosine", math.sqrt(d))
+    cosine_d = None if scores == "dot" else d
+    length = 4096
+    for alpha in (1e-7, 1e-5, 9.9e-3, 1e-2, 2e-2):
+        if alpha < 1e-3:  # the first term, off by at most 1.5 alpha^2 / (d + 2) of itself: nothing at n
+            head_gap = alpha**2 * (length - 1) / (2 * length)
+        else:  # the quadrature, whose bias is under 2e-8 of the gap at n
+            head_gap = math.log(length) - at.expected_entropy(alpha * to_law, length, law, cosine_d)
+        for n in (length, length + 1, length - 1, 2 * length):
+            setting = dict(d=d, n=n, trainLength=length, headScale=alpha, headEntropy=None)
             setting.update(scores=scores, causal=False)
             page, package = calculator.evaluate(RECOMMEND, setting), _package(setting)
             if n < length:  # the head's entropy at L is above log n: no scale, and the same note
                 for entries, notes in ((page["entries"], page["notes"]), (package.entries, package.notes)):
-                    assert name not in [
-                        e["criterion"] if isinstance(e, dict) else e.criterion for e in entries
-                    ]
+                    criteria = [e["criterion"] if isinstance(e, dict) else e.criterion for e in entries]
+                    assert name not in criteria
                     assert sum("exact entropy match does not apply" in note for note in notes) == 1, notes
                 continue
             row = next(r for r in page["entries"] if r["criterion"] == name)
             package = next(e for e in package.entries if e.criterion == name)
             assert row["scale"] == pytest.approx(package.scale, rel=QUADRATURE), (alpha, n)
             if n == length:  # the factor on the trained logits is 1
-                assert package.factor == pytest.approx(1.0, abs=1e-6), (alpha, scores)
+                assert package.factor == pytest.approx(1.0, abs=1e-7), (alpha, scores, d)
+                continue
+            got_gap = math.log(n) - at.expected_entropy(package.unit_scale * to_law, n, law, cosine_d)
+            want_gap = math.log(n / length) + head_gap
+            assert got_gap == pytest.approx(want_gap, rel=1e-7), (alpha, n, scores, d)
 
 
 COSINE_SOLVE = "(ps) => ps.map(([h, n, d]) => AttnScaleCalculator.solveCosineEntropy(h, n, d, null))"
@@ -1088,7 +1102,7 @@ def test_cosine_solve_matches_the_package(calculator):
     """The scale with a given cosine entropy (recipes._solve_entropy), and where none reaches it.
 
     Targets the package computes at random (alpha, n, d), typed to twelve
-    digits, from a nearly uniform head (the page's expansion below 1e-3) to
+    digits, from a nearly uniform head (both solvers' expansion below 1e-2) to
     the cap: the first :data:`COSINE_SOLVE_SAMPLE` of the grid's 40 (the
     expansion's edge among them); and 12 targets just above and below the
     entropy at the cap (1e-5 relative), which the page must find reachable
@@ -1108,7 +1122,9 @@ def compare_cosine_solve(calculator, count: int) -> dict:
     from attnscale.practice import recipes
 
     alpha, n, d = (x[:count] for x in _cosine_points(16, COSINE_SOLVE_TARGETS))
-    alpha[:6] = np.array([3e-4, 6e-4, 9e-4, 1.5e-3, 3e-3, 1e-2]) * np.sqrt(d[:6])  # the expansion's edge
+    alpha[:6] = np.array([3e-4, 6e-4, 9e-4, 3e-3, 9.9e-3, 1e-2]) * np.sqrt(
+        d[:6]
+    )  # the expansion's edge, 1e-2
     entropies = [at.expected_entropy(a, m, scores="cosine", d=k) for a, m, k in zip(alpha, n, d, strict=True)]
     typed = [float(f"{h:.12g}") for h in entropies]
     cases = [[h, float(m), float(k)] for h, m, k in zip(typed, n, d, strict=True)]

@@ -11,6 +11,7 @@ import math
 import subprocess
 import sys
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -230,7 +231,10 @@ def test_entropy_solver_at_its_edges():
 
     Rules out returning exp(log(cap)), which rounds above the cap that
     ``expected_entropy`` refuses, and a search that fails where E[H] rounds
-    to log n (there log n - E[H] = alpha^2 (n - 1) / (2n) gives alpha).
+    to log n.  There the expansion's first term, log n - E[H] = alpha^2 (n -
+    1) / (2n), gives alpha to a relative alpha^2 / n; at two keys mpmath's
+    E[H] (an integral over the score difference) holds it to 1e-9, which a
+    wrong alpha^4 term (1.5e-7 at the first gap) fails.
     """
     cap = 1e4 / math.sqrt(2.5)
     alpha = at.entropy_matched_scale(2, 2, alpha_train=cap, scores="cosine", d=2.5)
@@ -239,8 +243,25 @@ def test_entropy_solver_at_its_edges():
     for length in (2, 4096, 1e9):
         for entropy in (math.log(length) - 1e-13, math.log(length) - 1e-7):
             gap = math.log(length) - entropy  # as rounded
-            expansion = math.sqrt(2 * gap * length / (length - 1))
-            assert at.head_scale_from_entropy(entropy, length) == pytest.approx(expansion, rel=1e-12)
+            first_term = math.sqrt(2 * gap * length / (length - 1))
+            alpha = at.head_scale_from_entropy(entropy, length)
+            assert alpha == pytest.approx(first_term, rel=1e-12 + first_term**2 / length)
+            if length == 2:
+                assert _two_key_gap(alpha) == pytest.approx(gap, rel=1e-9), (alpha, gap)
+
+
+def _two_key_gap(alpha):
+    """log 2 - E[H] for two standard normal scores, by mpmath (the difference D is N(0, 2))."""
+    with mpmath.workdps(40):
+        a = mpmath.mpf(alpha)
+
+        def entropy(x):  # of the weights sigmoid(+-a x), x >= 0
+            t = a * x
+            return mpmath.log1p(mpmath.exp(-t)) + t / (mpmath.exp(t) + 1)
+
+        density = lambda x: 2 * mpmath.npdf(x, 0, mpmath.sqrt(2))  # noqa: E731 (|D|)
+        mean = mpmath.quad(lambda x: entropy(x) * density(x), [0, 2, 8, 40])
+        return float(mpmath.log(2) - mean)
 
 
 def test_cosine_calibration_agrees_with_sampled_cosines():

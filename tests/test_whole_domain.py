@@ -153,9 +153,9 @@ def test_near_uniform_expectations_stay_in_their_ranges(scores, d, n):
     # (about 1e-13 relative) used to put E[H] above log n (n = 4096) and E[sum p^2] and
     # E[max p] below 1/n, outside the ranges their docstrings promise.  The second route is the
     # small-scale expansion (unit variance, no skew): log n - E[H] = alpha^2 (n - 1) / (2n) and
-    # E[sum p^2] - 1/n = alpha^2 (n - 1) / n^2.  Near alpha = 0 the quadrature's E[H] is good to
-    # about 4e-13 absolute (measured, both sides of the expansion), so the two routes are held
-    # to 1e-12: this checks the values and the ranges, not the alpha^2 term itself.
+    # E[sum p^2] - 1/n = alpha^2 (n - 1) / n^2.  Near alpha = 0 the quadrature's E[H] is biased by
+    # 1e-13 to 4e-12 nats (the most near n = 4e8; at the n here, up to 4e-13), so the routes are
+    # held to 1e-12 relative: this checks the values and the ranges, not the alpha^2 term.
     from attnscale import expected_collision, expected_entropy, expected_max_weight
 
     alpha = np.array([1e-9, 1e-7, 1e-6])

@@ -850,23 +850,23 @@
   // discretization as the package's (it moves by about 1e-7 from the first;
   // a second step where it moved more).  About five fast expectations and
   // one or two full ones.  Where the scale is below
-  // 1e-3, the expansion log n - E[H] = alpha^2 (n - 1) / (2n) instead (as
-  // for Gaussian scores: both have unit variance and no skew; its relative
-  // error is of order alpha^2).
+  // 1e-2, the small-scale expansion's instead (smallScale; as for Gaussian
+  // scores, with the cosines' fourth moment).
   function solveCosineEntropy(target, n, d, guess) {
     const entropy = (alpha, fast) => cosineEntropy(alpha, n, d, fast);
-    return solveByQuadrature(target, n, entropy, Math.log(COSINE_CAP / Math.sqrt(d)), guess);
+    return solveByQuadrature(target, n, entropy, Math.log(COSINE_CAP / Math.sqrt(d)), guess, cosineMu4(d));
   }
   // the same for Gaussian scores, up to the package's cap of 1e3 (attnscale.practice.recipes._law)
   const NORMAL_CAP = 1e3;
   function solveNormalEntropy(target, n, guess) {
     const entropy = (alpha, fast) => normalEntropy(alpha, n, fast);
-    return solveByQuadrature(target, n, entropy, Math.log(NORMAL_CAP), guess);
+    return solveByQuadrature(target, n, entropy, Math.log(NORMAL_CAP), guess, 3);
   }
-  // entropy(alpha, fast): E[H] at n keys; top: the log of the largest scale the expectation takes
-  function solveByQuadrature(target, n, entropy, top, guess) {
+  // entropy(alpha, fast): E[H] at n keys; top: the log of the largest scale the expectation takes;
+  // mu4: the unit score's fourth moment (for the small-scale expansion)
+  function solveByQuadrature(target, n, entropy, top, guess, mu4) {
     const logN = Math.log(n);
-    const small = Math.sqrt((2 * (logN - target) * n) / (n - 1));
+    const small = smallScale(logN - target, n, mu4);
     if (small < EXPANSION_BELOW) return { alpha: small };
     const want = Math.log(target / (logN - target));
     const seen = []; // every (log alpha, logit gap) computed, for the slope
@@ -876,7 +876,7 @@
       if (fast && Number.isFinite(f)) seen.push([x, f]);
       return f;
     };
-    let x0 = Math.min(Math.log(guess ?? small), top);
+    let x0 = Math.min(Math.log(guess ?? Math.sqrt((2 * (logN - target) * n) / (n - 1))), top); // or the first term
     let f0 = F(x0);
     // before a bracket: secant steps toward the root in log alpha, at least 0.05, at most 2, 4, 8 ...
     let x1 = Math.min(x0 + (f0 > 0 ? 0.05 : -0.05), top);
@@ -1358,20 +1358,21 @@
   function quadratureExactMatch(s, table, name, top) {
     const cosine = s.scores !== "dot";
     const [logN, logL] = [Math.log(s.n), Math.log(s.L)];
-    // the head's gap log L - E[H] at L; below alpha_L = 1e-3 the expansion's, as the package's
+    // the head's gap log L - E[H] at L; below alpha_L = 1e-2 the expansion's, as the package's
     // (recipes._entropy_gap_at: there the quadrature would leave few digits of it)
+    const mu4 = cosine ? cosineMu4(s.d) : 3;
     const tinyHead = s.headEntropy === null && s.a < EXPANSION_BELOW;
     const target =
       s.headEntropy ??
-      (tinyHead ? logL - smallGap(s.a, s.L) : cosine ? cosineEntropy(s.a, s.L, s.d) : normalEntropy(s.a, s.L));
-    const gapL = tinyHead ? smallGap(s.a, s.L) : logL - target;
+      (tinyHead ? logL - smallGap(s.a, s.L, mu4) : cosine ? cosineEntropy(s.a, s.L, s.d) : normalEntropy(s.a, s.L));
+    const gapL = tinyHead ? smallGap(s.a, s.L, mu4) : logL - target;
     const gapN = Math.log(s.n / s.L) + gapL; // log n - E[H] that the match asks for at n (recipes._matched_gap)
     const magnify = (gapL * logN) / (logL * Math.abs(gapN));
     if (s.headEntropy === null && !tinyHead && magnify > QUADRATURE_MAGNIFY) {
       return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     }
     if (gapN <= 0) return { notes: [notApplies(table, target, s.n)] };
-    const small = Math.sqrt((2 * gapN * s.n) / (s.n - 1));
+    const small = smallScale(gapN, s.n, mu4);
     if (small < EXPANSION_BELOW) return scaled(small);
     // the first guess, from the table's Gaussian entropy: the scale with this entropy at n (for cosines,
     // alpha_L times the ratio of the Gaussian scales with this entropy at n and at L)
@@ -1382,10 +1383,25 @@
     if (out.close) return { cli: true, notes: [], mayCompute: true, why: TOO_CLOSE };
     return out.none ? { notes: [outOfReach(table, name, top, target)] } : scaled(out.alpha);
   }
-  // Below this scale the expansion log n - E[H] = alpha^2 (n - 1) / (2n) stands for the quadrature
-  // (recipes._EXPANSION_BELOW); smallGap is that gap.
-  const EXPANSION_BELOW = 1e-3;
-  const smallGap = (alpha, n) => (alpha * alpha * (n - 1)) / (2 * n);
+  // Below this scale the small-scale expansion stands for the quadrature (recipes._EXPANSION_BELOW):
+  // log n - E[H] = c2 alpha^2 + c4 alpha^4 for unit-variance scores with fourth moment mu4
+  // (recipes._small_gap_terms); smallGap is that gap, smallScale its root near sqrt(gap / c2).
+  const EXPANSION_BELOW = 1e-2;
+  const cosineMu4 = (d) => (3 * d) / (d + 2); // of sqrt(d) times the cosine of two random directions
+  function smallTerms(n, mu4) {
+    const c4 = ((n - 1) * ((n * n - 6 * n + 6) * mu4 - 3 * (n * n - 4 * n + 6))) / (8 * n ** 3);
+    return [(n - 1) / (2 * n), c4];
+  }
+  function smallGap(alpha, n, mu4) {
+    const [c2, c4] = smallTerms(n, mu4);
+    return c2 * alpha ** 2 + c4 * alpha ** 4;
+  }
+  function smallScale(gap, n, mu4) {
+    const [c2, c4] = smallTerms(n, mu4);
+    const discriminant = c2 * c2 + 4 * c4 * gap;
+    if (!(discriminant > 0)) return Infinity; // a gap far past the expansion's reach (c4 < 0)
+    return Math.sqrt((2 * gap) / (c2 + Math.sqrt(discriminant)));
+  }
   // Beyond this magnification the target's error (a few 1e-8 on the logit) could pass the tests' tolerance.
   const QUADRATURE_MAGNIFY = 100;
   const TOO_CLOSE =
