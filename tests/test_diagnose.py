@@ -9,6 +9,8 @@ shape against SciPy's maximum-likelihood generalized-Pareto fit.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from scipy.optimize import brentq
@@ -611,9 +613,10 @@ def test_the_stored_battery_is_the_batterys_code():
     # alpha_c(16L) / alpha_c(L) at every size is recomputed (a law's parameter
     # moved by 1e-4, say Weibull's beta = 0.7, moves it by more than 1e-12),
     # and the first law's first cell is redrawn and rediagnosed: the same 30
-    # draws with the same 90% intervals (the file's numbers are the code's, at
-    # the draws and level the chapter states), in 1.6 s rather than the whole
-    # battery's two minutes.
+    # draws with the same 90% intervals, in 1.6 s rather than the whole
+    # battery's two minutes.  The file's settings (draws, level, resamples,
+    # ratio, sizes) are coverage_battery's defaults.  This is a regression
+    # check of the stored file against the code, not a second route to it.
     from attnscale.theory.diagnose import BATTERY_SIZES, _battery_laws, planted_length_factor
 
     records = _battery_file()["coverage"]
@@ -625,13 +628,33 @@ def test_the_stored_battery_is_the_batterys_code():
             else:
                 truth = float(alpha_c(16.0 * keys) / alpha_c(float(keys)))
             assert len(stored) == 1 and stored.pop() == pytest.approx(truth, rel=1e-12), (name, keys)
+    settings = _battery_file()["settings"]
+    defaults = inspect.signature(coverage_battery).parameters
+    assert [tuple(size) for size in settings["sizes"]] == list(defaults["sizes"].default)
+    for name, key in (
+        ("draws", "coverage_draws"),
+        ("level", "level"),
+        ("resamples", "resamples"),
+        ("ratio", "ratio"),
+    ):
+        assert defaults[name].default == settings[key], name
     first_law, first_size = _battery_laws()[0][0], BATTERY_SIZES[0]
     redrawn = [r for r in coverage_battery(sizes=(first_size,)) if r["law"] == first_law]
     stored = [r for r in records if r["law"] == first_law and (r["rows"], r["keys"]) == first_size]
     assert len(redrawn) == len(stored) == 30
     for new, old in zip(redrawn, stored, strict=True):
-        for key in ("factor", "low", "high", "low_sampling", "high_sampling", "covered"):
+        for key in (
+            "factor",
+            "low",
+            "high",
+            "low_sampling",
+            "high_sampling",
+            "covered",
+            "covered_sampling",
+            "shape",
+        ):
             assert new[key] == pytest.approx(old[key], rel=1e-12), (key, new[key], old[key])
+        assert (new["read"], new["reliable"]) == (old["read"], old["reliable"])
 
 
 def test_battery_covers_every_law_the_chapter_names_at_three_sizes():
