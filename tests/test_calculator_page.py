@@ -102,10 +102,10 @@ CAUSAL_SHARE = 1e-13
 #: noise, about 1e-8 on E[H]).
 QUADRATURE = 1e-6
 #: Below a scale of 1e-3 (a nearly uniform head) a typed entropy keeps few
-#: digits of the gap log n - E[H] (of order alpha^2): the two solvers (both
-#: the small-scale expansion below 1e-2) see the same typed target, but the
-#: page's and the package's E[H] at the targets' own scales differ there.
-#: Measured 1.9e-6 apart at 3e-4 when the seam was at 1e-3.
+#: digits of the gap log n - E[H], of order alpha^2.  Both solvers use the
+#: small-scale expansion there (below 1e-2), on the same typed target; the
+#: targets themselves come from E[H] by quadrature.  Measured 1.9e-6 apart
+#: at 3e-4 when the seam was at 1e-3.
 NEAR_UNIFORM = 5e-6
 #: The same for a measured entropy a millionth of a nat below log L at the
 #: corners (test_cosine_corners_give_the_package_rows_or_a_message, which

@@ -232,9 +232,9 @@ def test_entropy_solver_at_its_edges():
     Rules out returning exp(log(cap)), which rounds above the cap that
     ``expected_entropy`` refuses, and a search that fails where E[H] rounds
     to log n.  There the expansion's first term, log n - E[H] = alpha^2 (n -
-    1) / (2n), gives alpha to a relative alpha^2 / n; at two keys mpmath's
-    E[H] (an integral over the score difference) holds it to 1e-9, which a
-    wrong alpha^4 term (1.5e-7 at the first gap) fails.
+    1) / (2n), gives alpha to a relative alpha^2 / n.  At two keys mpmath's
+    E[H] (an integral over the score difference) holds the gap to 1e-9.  A
+    wrong alpha^4 term fails that by 3e-7 at the gap of 1e-7.
     """
     cap = 1e4 / math.sqrt(2.5)
     alpha = at.entropy_matched_scale(2, 2, alpha_train=cap, scores="cosine", d=2.5)
@@ -247,7 +247,55 @@ def test_entropy_solver_at_its_edges():
             alpha = at.head_scale_from_entropy(entropy, length)
             assert alpha == pytest.approx(first_term, rel=1e-12 + first_term**2 / length)
             if length == 2:
-                assert _two_key_gap(alpha) == pytest.approx(gap, rel=1e-9), (alpha, gap)
+                assert _two_key_gap(alpha) == pytest.approx(gap, rel=1e-9, abs=0), (alpha, gap)
+
+
+#: log 2 - E[H] for two cosine keys in d = 4 at alpha = 0.02 on the cosine (1e-2 on the unit
+#: score), by mpmath at 30 digits over the cosines' difference (tests/references.py's
+#: ``cosine_difference_density``; 2.4 s, so stored).
+TWO_COSINE_KEY_GAP_D4 = 2.4998437621462894e-05
+
+
+def test_small_scale_expansion_against_two_key_gaps():
+    """c2 alpha^2 + c4 alpha^4 at alpha = 1e-2 against mpmath's gap at two keys, Gaussian and cosine (d = 4).
+
+    The alpha^6 term is 5e-9 of the gap there; held to 2e-8.  A missing
+    alpha^4 term (6e-5 off) or the Gaussian fourth moment for the cosines'
+    (1.2e-5 off) fails.
+    """
+    from attnscale.practice import recipes
+
+    for scores, d, want in (("gaussian", None, _two_key_gap(1e-2)), ("cosine", 4.0, TWO_COSINE_KEY_GAP_D4)):
+        c2, c4 = recipes._small_gap_terms(2.0, scores, d)
+        assert c2 * 1e-4 + c4 * 1e-8 == pytest.approx(want, rel=2e-8, abs=0), scores
+
+
+def test_nearly_uniform_heads_at_many_keys_follow_the_expansion():
+    """At L = 4e8 keys and alpha from 1.5e-3 to 9e-3, the scales invert the two-term expansion.
+
+    There the quadrature's E[H] is biased by up to 4e-12 nats, 4e-6 of a gap
+    of 1e-6: a solver on the quadrature below alpha = 1e-2 is that far off.
+    The reference is the expansion (checked against mpmath just above),
+    solved here by bisection; held to 1e-8.
+    """
+    from attnscale.practice import recipes
+
+    length = 4e8
+    for scores, d in (("gaussian", None), ("cosine", 64.0)):
+        c2, c4 = recipes._small_gap_terms(length, scores, d)
+        for alpha in (1.5e-3, 5e-3, 9e-3):
+            gap = c2 * alpha**2 + c4 * alpha**4
+            lo, hi = 0.0, 2 * alpha
+            for _ in range(200):  # c2 a^2 + c4 a^4 rises on [0, 2 alpha]
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if c2 * mid**2 + c4 * mid**4 < gap else (lo, mid)
+            entropy = math.log(length) - gap
+            got = at.head_scale_from_entropy(entropy, length, scores, d)
+            # the entropy as typed carries rounding of 1e-15 nats: 1e-9 of the gap
+            assert got == pytest.approx(lo, rel=1e-8, abs=0), (scores, alpha)
+            assert at.entropy_matched_scale(length, length, alpha, scores, d) == pytest.approx(
+                alpha, rel=1e-8
+            )
 
 
 def _two_key_gap(alpha):

@@ -149,9 +149,9 @@ def test_near_uniform_expectations_approach_the_mean_field():
 @pytest.mark.parametrize("n", [2, 4096, 1e9])
 @pytest.mark.parametrize(("scores", "d"), [("gaussian", None), ("cosine", 2.5), ("cosine", 128.0)])
 def test_near_uniform_expectations_stay_in_their_ranges(scores, d, n):
-    # At alpha of 1e-9 to 1e-6 a row is uniform to within 1e-12, and the quadrature's rounding
-    # (about 1e-13 relative) used to put E[H] above log n (n = 4096) and E[sum p^2] and
-    # E[max p] below 1/n, outside the ranges their docstrings promise.  The second route is the
+    # At alpha of 1e-9 to 1e-6 a row is uniform to within 1e-12.  The quadrature's rounding
+    # (about 1e-13 relative) used to put E[H] above log n (n = 4096), and E[sum p^2] and
+    # E[max p] below 1/n: outside the ranges their docstrings promise.  The second route is the
     # small-scale expansion (unit variance, no skew): log n - E[H] = alpha^2 (n - 1) / (2n) and
     # E[sum p^2] - 1/n = alpha^2 (n - 1) / n^2.  Near alpha = 0 the quadrature's E[H] is biased by
     # 1e-13 to 4e-12 nats (the most near n = 4e8; at the n here, up to 4e-13), so the routes are

@@ -876,7 +876,9 @@
       if (fast && Number.isFinite(f)) seen.push([x, f]);
       return f;
     };
-    let x0 = Math.min(Math.log(guess ?? Math.sqrt((2 * (logN - target) * n) / (n - 1))), top); // or the first term
+    // from the guess, or the expansion's first term; not below the expansion's reach (as the package)
+    const start = guess ?? Math.sqrt((2 * (logN - target) * n) / (n - 1));
+    let x0 = Math.min(Math.log(Math.max(start, EXPANSION_BELOW)), top);
     let f0 = F(x0);
     // before a bracket: secant steps toward the root in log alpha, at least 0.05, at most 2, 4, 8 ...
     let x1 = Math.min(x0 + (f0 > 0 ? 0.05 : -0.05), top);
