@@ -49,8 +49,9 @@ def test_saddle_point_and_laplace_slope_vs_mpmath(lam):
             lambda t: lam_mp - t / (1 - t * t), (mpmath.mpf(0), 1 - mpmath.mpf(10) ** -30), solver="anderson"
         )
         slope = -mpmath.log(1 - t * t) / (2 * lam_mp)
-    assert at.sphere_saddle_point(lam) == pytest.approx(float(t), rel=1e-13)
-    assert at.laplace_slope(lam) == pytest.approx(float(slope), rel=1e-12)
+    # abs=0: approx's default absolute 1e-12 would swamp a small lambda's tiny t and slope
+    assert at.sphere_saddle_point(lam) == pytest.approx(float(t), rel=1e-13, abs=0)
+    assert at.laplace_slope(lam) == pytest.approx(float(slope), rel=1e-12, abs=0)
 
 
 def test_laplace_slope_known_values_and_limits():
